@@ -1,0 +1,54 @@
+# jobbuf: PGXS build of the extension (C++17), plus the project's own targets:
+#   make demo   builds, installs and shows jobs flowing from committed transactions into Redis
+#   make test   every test suite against a private Postgres cluster and a private redis-server
+#   make bench  the benchmark table (see bench/README.md)
+
+EXTENSION   = jobbuf
+MODULE_big  = jobbuf
+DATA_built  = sql/jobbuf--1.0.sql
+PGFILEDESC  = "jobbuf - transactionally staged jobs drained to Redis"
+
+PG_SOURCES    = $(sort $(wildcard src/*.cpp))
+REDIS_SOURCES = $(sort $(wildcard src/redis/*.cpp))
+OBJS          = $(PG_SOURCES:.cpp=.o) $(REDIS_SOURCES:.cpp=.o)
+SQL_PARTS     = $(sort $(wildcard src/sql/*.sql))
+
+PG_CPPFLAGS = -Isrc
+PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -Wno-register -Wno-missing-field-initializers \
+              -Wno-unused-parameter -Wno-cast-function-type -fvisibility=hidden
+SHLIB_LINK  = -lhiredis -lstdc++
+
+# pg_regress suites for the SQL surface (sql/<name>.sql, expected/<name>.out); they need no worker.
+REGRESS      = queues staging validation
+REGRESS_OPTS = --load-extension=jobbuf
+
+# Debian's PG15 builds LLVM bitcode with clang and without PG_CXXFLAGS; jobbuf does not JIT-inline.
+override with_llvm = no
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+sql/jobbuf--1.0.sql: $(SQL_PARTS)
+	cat $(SQL_PARTS) > $@
+
+$(OBJS): $(wildcard src/*.h src/redis/*.h)
+
+.PHONY: deps demo test test-unit test-faults bench
+deps:
+	bash scripts/install-deps.sh
+
+demo: deps
+	bash scripts/demo.sh
+
+test: deps
+	bash test/run.sh
+
+test-unit: deps
+	bash test/run.sh unit
+
+test-faults: deps
+	bash test/run.sh faults
+
+bench: deps
+	bash bench/run.sh

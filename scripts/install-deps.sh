@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs every system package jobbuf needs to build, test, demo and benchmark on Debian 12.
+# Run as root (or with sudo available). Idempotent: installs only what is missing.
+set -euo pipefail
+
+packages=(
+  build-essential g++ make pkg-config
+  postgresql-15 postgresql-server-dev-15 postgresql-contrib
+  postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
+  libhiredis-dev redis-server redis-tools
+  libgtest-dev
+  ruby ruby-sidekiq ruby-pg ruby-redis
+  procps iproute2 util-linux
+)
+
+# Node.js: the machine image may ship its own node/npm (which conflicts with Debian's npm
+# package); install Debian's only when no npm is present at all.
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "jobbuf: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Debian's redis-server package starts a system instance on port 6379; jobbuf's tests never use
+# it (they start their own on a free port), so leave it as the administrator configured it.
+exit 0

@@ -1,0 +1,38 @@
+// Pure C++ regime: one connection to Redis over a non-blocking socket that we own, with hiredis
+// used only as the RESP reply parser. Every call is noexcept and reports a RedisStatus.
+#pragma once
+#include <vector>
+
+#include "redis/command_batch.h"
+#include "redis/endpoint.h"
+#include "redis/io_waiter.h"
+#include "redis/reply.h"
+
+namespace jobbuf::redis {
+
+class RedisConnection {
+public:
+    RedisConnection() = default;
+    ~RedisConnection();
+    RedisConnection(const RedisConnection&) = delete;
+    RedisConnection& operator=(const RedisConnection&) = delete;
+
+    // Connects (TCP or unix socket), then AUTH [user] password and SELECT db when the endpoint
+    // asks for them. timeout_ms bounds the whole call. Closes any previous connection first.
+    RedisStatus connect(const RedisEndpoint& endpoint, long timeout_ms, IoWaiter& waiter) noexcept;
+
+    // Writes every command of the batch and reads exactly one reply per command, in order.
+    // timeout_ms bounds the whole round trip. Any non-Ok status closes the connection (the
+    // stream position is unknown after a partial exchange).
+    RedisStatus execute(const CommandBatch& batch, std::vector<RedisReply>* replies,
+                        long timeout_ms, IoWaiter& waiter) noexcept;
+
+    bool connected() const { return fd_ >= 0; }
+    void close() noexcept;
+
+private:
+    int fd_ = -1;
+    void* reader_ = nullptr;  // redisReader*
+};
+
+}  // namespace jobbuf::redis

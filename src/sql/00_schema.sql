@@ -1,0 +1,93 @@
+-- jobbuf 1.0: internal schema and tables. Users read these; ORMs may INSERT into jobbuf.jobs.
+\echo Use "CREATE EXTENSION jobbuf" to load this file. \quit
+
+CREATE SCHEMA jobbuf;
+COMMENT ON SCHEMA jobbuf IS 'jobbuf internal tables: queues, staged jobs, dead letters, archive';
+
+CREATE TABLE jobbuf.queues (
+    name       text PRIMARY KEY,
+    target     text NOT NULL,
+    options    jsonb NOT NULL DEFAULT '{}',
+    paused     boolean NOT NULL DEFAULT false,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT queues_name_format CHECK (name ~ '^[A-Za-z0-9_.:-]{1,63}$'),
+    CONSTRAINT queues_target_known CHECK (target IN ('list', 'stream', 'sidekiq', 'none')),
+    CONSTRAINT queues_options_object CHECK (jsonb_typeof(options) = 'object')
+);
+COMMENT ON TABLE jobbuf.queues IS 'one row per queue; change it only through jobbuf_create_queue / jobbuf_alter_queue / jobbuf_drop_queue';
+
+-- Per-queue delivery counters, written by the worker in the same transaction as its deletes so
+-- they are exact. Kept apart from jobbuf.queues so that counter updates do not invalidate the
+-- queue metadata that every staging backend caches.
+CREATE TABLE jobbuf.queue_stats (
+    queue            text PRIMARY KEY REFERENCES jobbuf.queues (name) ON DELETE CASCADE,
+    delivered_total  bigint NOT NULL DEFAULT 0,
+    failed_total     bigint NOT NULL DEFAULT 0,
+    last_error       text,
+    last_error_at    timestamptz,
+    last_delivery_at timestamptz
+);
+
+-- Staged jobs. The queue is validated by a trigger (cached per backend) rather than a foreign
+-- key: an FK check takes FOR KEY SHARE on the queue row for every staged job, which turns a
+-- busy queue into a multixact hot spot.
+CREATE TABLE jobbuf.jobs (
+    id            bigserial PRIMARY KEY,
+    queue         text NOT NULL,
+    payload       jsonb NOT NULL,
+    run_at        timestamptz NOT NULL DEFAULT now(),
+    unique_key    text,
+    partition_key text,
+    staged_at     timestamptz NOT NULL DEFAULT now(),
+    attempts      integer NOT NULL DEFAULT 0,
+    last_error    text,
+    group_id      uuid,
+    lease_until   timestamptz
+);
+COMMENT ON TABLE jobbuf.jobs IS 'jobs waiting for delivery or claimed by a consumer; INSERT (queue, payload[, run_at, unique_key, partition_key]) is the same as jobbuf_stage';
+
+-- Indexes: the table is write-heavy (every job is inserted once and deleted once), so it carries
+-- only what the hot queries need.
+--  * jobs_pkey (id): the worker's and jobbuf_complete's deletes by id.
+--  * jobs_waiting (queue, id) WHERE group_id IS NULL: the worker's drain and jobbuf_claim take the
+--    oldest unclaimed jobs of one queue; claimed jobs leave this index.
+--  * jobs_unique_waiting: at most one waiting job per (queue, unique_key); the arbiter of
+--    jobbuf_stage's ON CONFLICT DO NOTHING, which makes the check race-free.
+CREATE INDEX jobs_waiting ON jobbuf.jobs (queue, id) WHERE group_id IS NULL;
+CREATE UNIQUE INDEX jobs_unique_waiting ON jobbuf.jobs (queue, unique_key)
+    WHERE unique_key IS NOT NULL AND group_id IS NULL;
+
+CREATE TABLE jobbuf.dead (
+    id            bigint PRIMARY KEY,
+    queue         text NOT NULL,
+    payload       jsonb NOT NULL,
+    partition_key text,
+    unique_key    text,
+    staged_at     timestamptz NOT NULL,
+    attempts      integer NOT NULL,
+    last_error    text,
+    errors        jsonb NOT NULL DEFAULT '[]',
+    died_at       timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE jobbuf.dead IS 'dead letters: jobs that exhausted max_attempts or that Redis rejected';
+CREATE INDEX dead_queue_died_at ON jobbuf.dead (queue, died_at);
+
+CREATE TABLE jobbuf.archive (
+    id            bigint PRIMARY KEY,
+    queue         text NOT NULL,
+    payload       jsonb NOT NULL,
+    partition_key text,
+    unique_key    text,
+    staged_at     timestamptz NOT NULL,
+    attempts      integer NOT NULL,
+    completed_at  timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE jobbuf.archive IS 'completed jobs of queues with option archive = true';
+CREATE INDEX archive_queue_completed_at ON jobbuf.archive (queue, completed_at);
+
+SELECT pg_catalog.pg_extension_config_dump('jobbuf.queues', '');
+SELECT pg_catalog.pg_extension_config_dump('jobbuf.queue_stats', '');
+SELECT pg_catalog.pg_extension_config_dump('jobbuf.jobs', '');
+SELECT pg_catalog.pg_extension_config_dump('jobbuf.jobs_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('jobbuf.dead', '');
+SELECT pg_catalog.pg_extension_config_dump('jobbuf.archive', '');

@@ -1,0 +1,190 @@
+-- jobbuf 1.0: queue management (create, alter, drop, pause, resume) and option validation.
+
+-- Raises a clear error unless (target, options) describe a valid queue. Returns the options.
+CREATE FUNCTION jobbuf.checked_options(target text, options jsonb)
+RETURNS jsonb LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    k text;
+    v jsonb;
+    kind text;
+    known constant text[] := ARRAY['key', 'maxlen', 'batch_size', 'max_attempts', 'backoff_base',
+        'backoff_max', 'visibility', 'min_batch', 'max_wait', 'max_in_flight', 'order', 'archive',
+        'delivery', 'sidekiq_queue', 'group_class', 'namespace', 'sidekiq_version'];
+    sidekiq_only constant text[] := ARRAY['sidekiq_queue', 'group_class', 'namespace', 'sidekiq_version'];
+BEGIN
+    IF target IS NULL OR target NOT IN ('list', 'stream', 'sidekiq', 'none') THEN
+        RAISE EXCEPTION 'jobbuf: unknown target "%"', target
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'target is one of list, stream, sidekiq, none';
+    END IF;
+    IF options IS NULL OR jsonb_typeof(options) <> 'object' THEN
+        RAISE EXCEPTION 'jobbuf: queue options must be a JSON object'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR k, v IN SELECT * FROM jsonb_each(options) LOOP
+        kind := jsonb_typeof(v);
+        IF NOT k = ANY (known) THEN
+            RAISE EXCEPTION 'jobbuf: unknown queue option "%"', k
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'known options: ' || array_to_string(known, ', ');
+        END IF;
+        IF k = ANY (sidekiq_only) AND target <> 'sidekiq' THEN
+            RAISE EXCEPTION 'jobbuf: option "%" applies only to target sidekiq', k
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF k IN ('maxlen', 'batch_size', 'max_attempts', 'min_batch', 'max_in_flight', 'visibility') THEN
+            IF kind <> 'number' OR v::text !~ '^[0-9]+$' OR v::numeric < 1 OR v::numeric > 2147483647 THEN
+                RAISE EXCEPTION 'jobbuf: option "%" must be a positive integer, not %', k, v
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            IF k = 'batch_size' AND v::numeric > 100000 THEN
+                RAISE EXCEPTION 'jobbuf: option "batch_size" must be at most 100000, not %', v
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF k IN ('backoff_base', 'backoff_max', 'max_wait') THEN
+            IF kind <> 'number' OR v::numeric < 0 OR v::numeric > 31536000 THEN
+                RAISE EXCEPTION 'jobbuf: option "%" must be a number of seconds between 0 and 31536000, not %', k, v
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF k = 'archive' THEN
+            IF kind <> 'boolean' THEN
+                RAISE EXCEPTION 'jobbuf: option "archive" must be true or false, not %', v
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF k = 'order' THEN
+            IF kind <> 'string' OR v #>> '{}' NOT IN ('id', 'run_at') THEN
+                RAISE EXCEPTION 'jobbuf: option "order" must be "id" or "run_at", not %', v
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF k = 'delivery' THEN
+            IF kind <> 'string' OR v #>> '{}' NOT IN ('each', 'group') THEN
+                RAISE EXCEPTION 'jobbuf: option "delivery" must be "each" or "group", not %', v
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF k = 'sidekiq_version' THEN
+            IF v::text NOT IN ('6', '7', '8') THEN
+                RAISE EXCEPTION 'jobbuf: option "sidekiq_version" must be 6, 7 or 8, not %', v
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF k = 'sidekiq_queue' THEN
+            IF kind <> 'string' OR v #>> '{}' !~ '^[A-Za-z0-9_.:-]{1,63}$' THEN
+                RAISE EXCEPTION 'jobbuf: option "sidekiq_queue" must be 1-63 characters of [A-Za-z0-9_.:-], not %', v
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSE  -- key, group_class, namespace: free-form strings, passed to Redis as single arguments
+            IF kind <> 'string' OR length(v #>> '{}') NOT BETWEEN 1 AND 512 THEN
+                RAISE EXCEPTION 'jobbuf: option "%" must be a string of 1 to 512 characters, not %', k, v
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        END IF;
+    END LOOP;
+    IF options->>'delivery' = 'group' AND target = 'none' THEN
+        RAISE EXCEPTION 'jobbuf: delivery "group" needs a target that the worker pushes to'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'a queue with target none is consumed with jobbuf_claim directly';
+    END IF;
+    IF options->>'delivery' = 'group' AND target = 'sidekiq' AND NOT options ? 'group_class' THEN
+        RAISE EXCEPTION 'jobbuf: a sidekiq queue with delivery "group" needs the option group_class'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'group_class names the Sidekiq job class whose perform(group_id) reads the group';
+    END IF;
+    IF (options->>'min_batch') IS NOT NULL AND (options->>'batch_size') IS NOT NULL
+       AND (options->>'min_batch')::int > (options->>'batch_size')::int THEN
+        RAISE EXCEPTION 'jobbuf: min_batch (%) cannot exceed batch_size (%)',
+            options->>'min_batch', options->>'batch_size'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN options;
+END $$;
+
+-- Raises a clear error unless name is a valid queue name.
+CREATE FUNCTION jobbuf.checked_queue_name(queue text)
+RETURNS text LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF queue IS NULL OR queue !~ '^[A-Za-z0-9_.:-]{1,63}$' THEN
+        RAISE EXCEPTION 'jobbuf: invalid queue name %', coalesce(quote_literal(queue), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'a queue name is 1 to 63 characters of A-Z a-z 0-9 _ . : -';
+    END IF;
+    RETURN queue;
+END $$;
+
+-- Locks and returns the queue's row, or raises "unknown queue".
+CREATE FUNCTION jobbuf.locked_queue(queue text)
+RETURNS jobbuf.queues LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    q jobbuf.queues;
+BEGIN
+    SELECT * INTO q FROM jobbuf.queues WHERE name = queue FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'jobbuf: unknown queue %', coalesce(quote_literal(queue), 'NULL')
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'create it with jobbuf_create_queue(name, target, options)';
+    END IF;
+    RETURN q;
+END $$;
+
+CREATE FUNCTION jobbuf_create_queue(queue text, target text DEFAULT 'list', options jsonb DEFAULT '{}')
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM jobbuf.checked_queue_name(queue);
+    INSERT INTO jobbuf.queues (name, target, options)
+    VALUES (queue, target, jobbuf.checked_options(target, coalesce(options, '{}')))
+    ON CONFLICT (name) DO NOTHING;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'jobbuf: queue % already exists', quote_literal(queue)
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'change its options with jobbuf_alter_queue';
+    END IF;
+    INSERT INTO jobbuf.queue_stats (queue) VALUES (queue);
+END $$;
+
+CREATE FUNCTION jobbuf_alter_queue(queue text, options jsonb)
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    q jobbuf.queues := jobbuf.locked_queue(queue);
+    merged jsonb;
+BEGIN
+    IF options IS NULL OR jsonb_typeof(options) <> 'object' THEN
+        RAISE EXCEPTION 'jobbuf: queue options must be a JSON object'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- A JSON null removes an option; anything else replaces it.
+    merged := jsonb_strip_nulls(q.options || options);
+    UPDATE jobbuf.queues SET options = jobbuf.checked_options(q.target, merged) WHERE name = q.name;
+END $$;
+
+CREATE FUNCTION jobbuf_drop_queue(queue text, force boolean DEFAULT false)
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    q jobbuf.queues := jobbuf.locked_queue(queue);
+BEGIN
+    -- Wait for transactions that are staging right now, so that none of their jobs outlives
+    -- the queue; later stagers see the queue gone (their cached metadata is invalidated).
+    LOCK TABLE jobbuf.jobs IN SHARE ROW EXCLUSIVE MODE;
+    IF EXISTS (SELECT 1 FROM jobbuf.jobs j WHERE j.queue = q.name) THEN
+        IF NOT coalesce(force, false) THEN
+            RAISE EXCEPTION 'jobbuf: queue % still has jobs', quote_literal(q.name)
+                USING ERRCODE = 'object_in_use',
+                      HINT = 'wait for them to drain, or call jobbuf_drop_queue(queue, force => true) to discard them';
+        END IF;
+        DELETE FROM jobbuf.jobs j WHERE j.queue = q.name;
+    END IF;
+    DELETE FROM jobbuf.queues WHERE name = q.name;
+END $$;
+
+CREATE FUNCTION jobbuf_pause(queue text)
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    q jobbuf.queues := jobbuf.locked_queue(queue);
+BEGIN
+    UPDATE jobbuf.queues SET paused = true WHERE name = q.name AND NOT paused;
+END $$;
+
+CREATE FUNCTION jobbuf_resume(queue text)
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    q jobbuf.queues := jobbuf.locked_queue(queue);
+BEGIN
+    UPDATE jobbuf.queues SET paused = false WHERE name = q.name AND paused;
+END $$;
