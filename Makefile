@@ -15,7 +15,7 @@ SQL_PARTS     = $(sort $(wildcard src/sql/*.sql))
 
 PG_CPPFLAGS = -Isrc
 PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -Wno-register -Wno-missing-field-initializers \
-              -Wno-unused-parameter -Wno-cast-function-type -fvisibility=hidden
+              -Wno-unused-parameter -Wno-cast-function-type
 SHLIB_LINK  = -lhiredis -lstdc++
 
 # pg_regress suites for the SQL surface (sql/<name>.sql, expected/<name>.out); they need no worker.
@@ -34,7 +34,7 @@ sql/jobbuf--1.0.sql: $(SQL_PARTS)
 
 $(OBJS): $(wildcard src/*.h src/redis/*.h)
 
-.PHONY: deps demo test test-unit test-faults bench
+.PHONY: deps demo test test-unit test-faults bench print-regress
 deps:
 	bash scripts/install-deps.sh
 
@@ -52,3 +52,6 @@ test-faults: deps
 
 bench: deps
 	bash bench/run.sh
+
+print-regress:
+	@echo $(REGRESS)

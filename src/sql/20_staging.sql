@@ -37,3 +37,10 @@ RETURNS SETOF bigint LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
     SELECT queue, p.payload FROM unnest(payloads) WITH ORDINALITY AS p (payload, n) ORDER BY p.n
     RETURNING id;
 $$;
+
+-- jobbuf_stage('q', '{"a": 1}') with an untyped literal would be ambiguous between the jsonb and
+-- jsonb[] forms; this text form wins that resolution (and serves drivers that bind text).
+CREATE FUNCTION jobbuf_stage(queue text, payload text)
+RETURNS bigint LANGUAGE sql AS $$
+    SELECT @extschema@.jobbuf_stage(queue, payload::jsonb);
+$$;

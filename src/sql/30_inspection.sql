@@ -28,8 +28,9 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     ORDER BY q.name;
 $$;
 
-CREATE FUNCTION jobbuf_worker_status()
-RETURNS TABLE (pid integer, database text, running boolean, redis_connected boolean,
-               last_error text, last_error_at timestamptz, wakeups bigint, batches bigint,
-               delivered bigint)
-LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'jobbuf_worker_status';
+-- One row: the drain worker's state (counters since the server started).
+CREATE FUNCTION jobbuf_worker_status(
+    OUT pid integer, OUT database text, OUT running boolean, OUT redis_connected boolean,
+    OUT last_error text, OUT last_error_at timestamptz, OUT wakeups bigint, OUT batches bigint,
+    OUT delivered bigint)
+RETURNS record LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'jobbuf_worker_status';

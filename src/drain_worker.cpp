@@ -1,0 +1,316 @@
+// Postgres regime: the drain worker's main loop. Connected to jobbuf.database, it sleeps on its
+// latch until a staging transaction commits (or poll_interval passes), then drains every active
+// queue round-robin, one batch per queue per turn, until no queue has a full batch left.
+// Redis problems and Postgres errors are caught, logged once, and retried with capped backoff:
+// the worker never exits because of bad data, bad configuration or an unavailable Redis.
+#include "pg_includes.h"
+
+#include "drain_batch.h"
+#include "problem_log.h"
+#include "settings.h"
+#include "shared_state.h"
+
+extern "C" {
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+}
+
+using jobbuf::redis::SessionReport;
+
+namespace {
+
+constexpr int kMinBackoffMs = 100;
+constexpr int kMaxBackoffMs = 30 * 1000;
+constexpr int kErrorBackoffMs = 1000;
+
+struct WorkerState {
+    DrainContext ctx;
+    MemoryContext queue_cxt;       // the active queue list, reset each round
+    bool reconcile_needed;
+    int backoff_ms;
+    TimestampTz next_attempt;      // no Redis attempt before this time
+    bool redis_reported_down;
+    char marker_key[128];
+    uint32 rotation;
+};
+
+WorkerState* state = nullptr;
+
+void unpublish_worker(int code, Datum arg)
+{
+    if (jobbuf_shared) {
+        SpinLockAcquire(&jobbuf_shared->mutex);
+        jobbuf_shared->worker_pid = 0;
+        jobbuf_shared->redis_connected = false;
+        SpinLockRelease(&jobbuf_shared->mutex);
+        jobbuf_shared->worker_latch = nullptr;
+        jobbuf_shared->worker_database = InvalidOid;
+    }
+    if (state && state->ctx.session) {
+        jobbuf::redis::drain_session_destroy(state->ctx.session);
+        state->ctx.session = nullptr;
+    }
+}
+
+void publish_worker(void)
+{
+    if (!jobbuf_shared)
+        return;
+    SpinLockAcquire(&jobbuf_shared->mutex);
+    jobbuf_shared->worker_pid = MyProcPid;
+    jobbuf_shared->redis_connected = false;
+    SpinLockRelease(&jobbuf_shared->mutex);
+    jobbuf_shared->worker_database = MyDatabaseId;
+    pg_write_barrier();
+    jobbuf_shared->worker_latch = MyLatch;
+}
+
+void apply_settings(void)
+{
+    SessionReport report = jobbuf::redis::drain_session_configure(
+        state->ctx.session, jobbuf_redis_url, jobbuf_redis_timeout, state->marker_key);
+    if (report.status == SessionReport::Status::BadConfig)
+        report_problem(ProblemKind::Config, report.message);
+    else
+        report_recovered(ProblemKind::Config, "jobbuf.redis_url is valid again");
+    state->next_attempt = 0;  // a new configuration deserves an immediate attempt
+    state->backoff_ms = 0;
+}
+
+void reload_settings_if_asked(void)
+{
+    if (ConfigReloadPending) {
+        ConfigReloadPending = false;
+        ProcessConfigFile(PGC_SIGHUP);
+        apply_settings();
+    }
+}
+
+// Schedules the next Redis attempt after a failure and logs the problem once.
+void redis_failed(const char* message)
+{
+    state->backoff_ms = state->backoff_ms == 0 ? kMinBackoffMs : Min(state->backoff_ms * 2, kMaxBackoffMs);
+    state->backoff_ms = Min(state->backoff_ms, Max(jobbuf_poll_interval, kMinBackoffMs) * 10);
+    state->next_attempt = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), state->backoff_ms);
+    state->redis_reported_down = true;
+    shared_state_set_redis_connected(jobbuf::redis::drain_session_connected(state->ctx.session));
+    report_problem(ProblemKind::Redis, message);
+}
+
+void redis_succeeded(void)
+{
+    state->backoff_ms = 0;
+    if (state->redis_reported_down) {
+        state->redis_reported_down = false;
+        char where[256];
+        jobbuf::redis::drain_session_describe(state->ctx.session, where, sizeof(where));
+        char message[320];
+        snprintf(message, sizeof(message), "Redis at %s accepts jobs again", where);
+        report_recovered(ProblemKind::Redis, message);
+    }
+    shared_state_set_redis_connected(true);
+}
+
+// Runs fn under PG_TRY: a Postgres error aborts the transaction, is logged once, and makes the
+// worker reconcile and back off instead of exiting.
+template <typename Fn>
+bool run_guarded(Fn fn)
+{
+    MemoryContext caller_cxt = CurrentMemoryContext;
+    volatile bool ok = true;
+    PG_TRY();
+    {
+        fn();
+    }
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(caller_cxt);
+        ErrorData* error = CopyErrorData();
+        FlushErrorState();
+        AbortCurrentTransaction();
+        pgstat_report_activity(STATE_IDLE, nullptr);
+        report_problem(ProblemKind::Database, error->message);
+        FreeErrorData(error);
+        ok = false;
+    }
+    PG_END_TRY();
+    if (ok)
+        report_recovered(ProblemKind::Database, "the database side of delivery works again");
+    return ok;
+}
+
+void database_failed(void)
+{
+    state->reconcile_needed = true;
+    state->next_attempt = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), kErrorBackoffMs);
+}
+
+bool ensure_redis(void)
+{
+    bool fresh = false;
+    SessionReport report = jobbuf::redis::drain_session_connect(state->ctx.session, *state->ctx.waiter, &fresh);
+    if (report.status == SessionReport::Status::Interrupted)
+        return false;
+    if (report.status == SessionReport::Status::BadConfig) {
+        report_problem(ProblemKind::Config, report.message);
+        state->next_attempt = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), kMaxBackoffMs);
+        return false;
+    }
+    if (report.status != SessionReport::Status::Ok) {
+        redis_failed(report.message);
+        return false;
+    }
+    if (fresh) {
+        state->reconcile_needed = true;  // a batch may have been cut off by the last disconnect
+        redis_succeeded();
+    }
+    return true;
+}
+
+bool reconcile_if_needed(void)
+{
+    if (!state->reconcile_needed)
+        return true;
+    SessionReport report{};
+    if (!run_guarded([&] { report = reconcile_delivered(&state->ctx); })) {
+        database_failed();
+        return false;
+    }
+    if (report.status != SessionReport::Status::Ok) {
+        redis_failed(report.message);
+        return false;
+    }
+    state->reconcile_needed = false;
+    return true;
+}
+
+// Handles a batch that did not deliver: the next round reconciles (when part of the unit may be
+// in Redis) after the backoff.
+void batch_failed(const BatchResult& result)
+{
+    if (result.reconcile_needed)
+        state->reconcile_needed = true;
+    if (result.outcome != BatchOutcome::Interrupted)
+        redis_failed(result.message);
+}
+
+// One wake-up's work. Returns the milliseconds to sleep before the next round.
+long drain_round(void)
+{
+    long sleep_ms = jobbuf_poll_interval;
+    TimestampTz now = GetCurrentTimestamp();
+    if (state->next_attempt > now) {
+        long wait_ms = (state->next_attempt - now) / 1000 + 1;
+        return Min(wait_ms, sleep_ms);
+    }
+    if (!ensure_redis() || !reconcile_if_needed())
+        return Max(state->backoff_ms, kMinBackoffMs);
+
+    MemoryContextReset(state->queue_cxt);
+    ActiveQueue* queues = nullptr;
+    int nqueues = 0;
+    if (!run_guarded([&] { nqueues = load_active_queues(state->queue_cxt, &queues); })) {
+        database_failed();
+        return kErrorBackoffMs;
+    }
+    if (nqueues < 0) {
+        report_problem(ProblemKind::Config, "the jobbuf extension is not installed in jobbuf.database; the worker waits for CREATE EXTENSION jobbuf");
+        return sleep_ms;
+    }
+    report_recovered(ProblemKind::Config, "the jobbuf extension is installed; delivering");
+    if (nqueues == 0)
+        return sleep_ms;
+
+    bool delivered_any = false;
+    bool more = true;
+    while (more) {
+        more = false;
+        uint32 start = state->rotation++;
+        for (int k = 0; k < nqueues; k++) {
+            const ActiveQueue* q = &queues[(start + k) % nqueues];
+            CHECK_FOR_INTERRUPTS();
+            reload_settings_if_asked();
+            if (!jobbuf_enabled)
+                return sleep_ms;
+            BatchResult result{};
+            if (!run_guarded([&] { result = drain_one_batch(&state->ctx, q); })) {
+                database_failed();
+                return kErrorBackoffMs;
+            }
+            switch (result.outcome) {
+            case BatchOutcome::Full:
+                more = true;
+                delivered_any = true;
+                break;
+            case BatchOutcome::Partial:
+                delivered_any = true;
+                break;
+            case BatchOutcome::Empty:
+                break;
+            default:
+                batch_failed(result);
+                return Max(state->backoff_ms, kMinBackoffMs);
+            }
+        }
+    }
+    if (delivered_any)
+        redis_succeeded();
+    return sleep_ms;
+}
+
+}  // namespace
+
+extern "C" PGDLLEXPORT void jobbuf_drain_main(Datum arg);
+
+void jobbuf_drain_main(Datum arg)
+{
+    pqsignal(SIGHUP, SignalHandlerForConfigReload);
+    pqsignal(SIGTERM, die);
+    BackgroundWorkerUnblockSignals();
+    BackgroundWorkerInitializeConnection(jobbuf_database, nullptr, 0);
+    pgstat_report_appname("jobbuf drain worker");
+
+    state = static_cast<WorkerState*>(MemoryContextAllocZero(TopMemoryContext, sizeof(WorkerState)));
+    state->queue_cxt = AllocSetContextCreate(TopMemoryContext, "jobbuf queue list", ALLOCSET_SMALL_SIZES);
+    state->ctx.session = jobbuf::redis::drain_session_create();
+    if (state->ctx.session == nullptr)
+        ereport(FATAL, (errmsg("jobbuf: out of memory creating the Redis session")));
+    void* waiter_memory = MemoryContextAlloc(TopMemoryContext, sizeof(LatchIoWaiter));
+    state->ctx.waiter = new (waiter_memory) LatchIoWaiter();
+    state->reconcile_needed = true;
+    uint32 salt = 0;
+    delivery_identity(state->marker_key, sizeof(state->marker_key), &salt);
+
+    on_shmem_exit(unpublish_worker, (Datum) 0);
+    publish_worker();
+    apply_settings();
+    ereport(LOG, (errmsg("jobbuf: drain worker started in database \"%s\"", jobbuf_database)));
+
+    for (;;) {
+        CHECK_FOR_INTERRUPTS();
+        reload_settings_if_asked();
+
+        long sleep_ms = jobbuf_poll_interval;
+        if (jobbuf_shared)
+            pg_atomic_write_u32(&jobbuf_shared->wake_requested, 0);
+        if (jobbuf_enabled && !RecoveryInProgress())
+            sleep_ms = drain_round();
+
+        if (state->ctx.waiter->take_wakeup() && state->next_attempt <= GetCurrentTimestamp())
+            continue;  // a commit arrived while we talked to Redis: scan again
+        int rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, sleep_ms, PG_WAIT_EXTENSION);
+        ResetLatch(MyLatch);
+        if ((rc & WL_LATCH_SET) && jobbuf_shared)
+            pg_atomic_fetch_add_u64(&jobbuf_shared->wakeups, 1);
+    }
+}

@@ -1,0 +1,49 @@
+// Postgres regime: de-duplicated problem logging for the worker (see problem_log.h).
+#include "pg_includes.h"
+
+#include "problem_log.h"
+#include "shared_state.h"
+
+extern "C" {
+#include "utils/timestamp.h"
+}
+
+namespace {
+
+constexpr int kRepeatAfterMs = 60 * 1000;
+constexpr int kKinds = 3;
+
+struct ProblemSlot {
+    bool active;
+    char text[kStatusErrorLen];
+    TimestampTz logged_at;
+};
+
+ProblemSlot slots[kKinds];
+
+}  // namespace
+
+void report_problem(ProblemKind kind, const char* message)
+{
+    ProblemSlot& slot = slots[static_cast<int>(kind)];
+    TimestampTz now = GetCurrentTimestamp();
+    // New problem: log it. Same kind, different text while it lasts (a refused connection that
+    // turns into a timeout): log again, but at most once a minute.
+    bool changed = slot.active && strncmp(slot.text, message, kStatusErrorLen - 1) != 0;
+    if (!slot.active || (changed && TimestampDifferenceExceeds(slot.logged_at, now, kRepeatAfterMs))) {
+        ereport(WARNING, (errmsg("jobbuf: %s", message)));
+        strlcpy(slot.text, message, sizeof(slot.text));
+        slot.logged_at = now;
+    }
+    slot.active = true;
+    shared_state_set_error(message);
+}
+
+void report_recovered(ProblemKind kind, const char* message)
+{
+    ProblemSlot& slot = slots[static_cast<int>(kind)];
+    if (!slot.active)
+        return;
+    slot.active = false;
+    ereport(LOG, (errmsg("jobbuf: %s", message)));
+}

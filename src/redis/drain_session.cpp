@@ -1,0 +1,236 @@
+// Pure C++ regime: DrainSession, the worker's Redis connection, marker and batch delivery behind
+// a noexcept, plain-data interface (see drain_session.h).
+#include "redis/regime.h"
+
+#include <cstdio>
+#include <string>
+
+#include "redis/connection.h"
+#include "redis/drain_session.h"
+#include "redis/endpoint.h"
+
+namespace jobbuf::redis {
+
+class DrainSession {
+public:
+    RedisConnection connection;
+    RedisEndpoint endpoint;
+    std::string url;
+    std::string marker_key;
+    long timeout_ms = 2000;
+    bool configured = false;
+    std::vector<std::int64_t> marker_ids;
+};
+
+namespace {
+
+void set_message(SessionReport* report, const std::string& text)
+{
+    std::snprintf(report->message, sizeof(report->message), "%s", text.c_str());
+}
+
+SessionReport report_of(SessionReport::Status status, const std::string& text)
+{
+    SessionReport report;
+    report.status = status;
+    set_message(&report, text);
+    return report;
+}
+
+// Maps a failed round trip to a report; the connection is already closed by RedisConnection.
+SessionReport report_failure(const RedisStatus& status, const char* doing)
+{
+    auto kind = status.code == RedisStatus::Code::Interrupted ? SessionReport::Status::Interrupted
+                                                              : SessionReport::Status::Unavailable;
+    return report_of(kind, std::string(doing) + ": " + status.message);
+}
+
+SessionReport out_of_memory()
+{
+    return report_of(SessionReport::Status::Unavailable, "out of memory in the Redis client");
+}
+
+}  // namespace
+
+DrainSession* drain_session_create() noexcept
+{
+    try {
+        return new DrainSession();
+    } catch (...) {
+        return nullptr;
+    }
+}
+
+void drain_session_destroy(DrainSession* session) noexcept
+{
+    delete session;
+}
+
+SessionReport drain_session_configure(DrainSession* session, const char* redis_url,
+                                      long timeout_ms, const char* marker_key) noexcept
+{
+    try {
+        session->timeout_ms = timeout_ms;
+        session->marker_key = marker_key;
+        if (session->configured && session->url == redis_url)
+            return {};
+        RedisEndpoint endpoint;
+        std::string error;
+        if (!parse_redis_url(redis_url, &endpoint, &error)) {
+            session->configured = false;
+            session->connection.close();
+            return report_of(SessionReport::Status::BadConfig, "jobbuf.redis_url: " + error);
+        }
+        session->connection.close();
+        session->endpoint = endpoint;
+        session->url = redis_url;
+        session->configured = true;
+        return {};
+    } catch (...) {
+        return out_of_memory();
+    }
+}
+
+SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, bool* fresh) noexcept
+{
+    *fresh = false;
+    if (!session->configured)
+        return report_of(SessionReport::Status::BadConfig, "jobbuf.redis_url is not valid");
+    if (session->connection.connected())
+        return {};
+    try {
+        RedisStatus status = session->connection.connect(session->endpoint, session->timeout_ms, waiter);
+        if (!status.ok())
+            return report_failure(status, ("cannot connect to " + session->endpoint.redacted()).c_str());
+        *fresh = true;
+        return {};
+    } catch (...) {
+        session->connection.close();
+        return out_of_memory();
+    }
+}
+
+bool drain_session_connected(const DrainSession* session) noexcept
+{
+    return session->connection.connected();
+}
+
+void drain_session_disconnect(DrainSession* session) noexcept
+{
+    session->connection.close();
+}
+
+void drain_session_describe(const DrainSession* session, char* out, std::size_t out_len) noexcept
+{
+    try {
+        std::snprintf(out, out_len, "%s", session->configured ? session->endpoint.redacted().c_str() : "(invalid jobbuf.redis_url)");
+    } catch (...) {
+        std::snprintf(out, out_len, "(redis)");
+    }
+}
+
+SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter,
+                                        const std::int64_t** ids, std::size_t* count) noexcept
+{
+    try {
+        CommandBatch batch;
+        batch.add({"GET", session->marker_key});
+        std::vector<RedisReply> replies;
+        RedisStatus status = session->connection.execute(batch, &replies, session->timeout_ms, waiter);
+        if (!status.ok())
+            return report_failure(status, "reading the delivery marker");
+        const RedisReply& reply = replies.at(0);
+        session->marker_ids.clear();
+        if (reply.type == RedisReply::Type::String) {
+            if (!parse_marker(reply.str, &session->marker_ids))
+                return report_of(SessionReport::Status::Refused,
+                                 "the delivery marker " + session->marker_key + " is malformed");
+        } else if (reply.type != RedisReply::Type::Nil) {
+            return report_of(SessionReport::Status::Refused,
+                             "reading the delivery marker " + session->marker_key + ": " +
+                                 (reply.is_error() ? reply.str : std::string("not a string")));
+        }
+        *ids = session->marker_ids.data();
+        *count = session->marker_ids.size();
+        return {};
+    } catch (...) {
+        session->connection.close();
+        return out_of_memory();
+    }
+}
+
+SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter,
+                                         const std::int64_t* ids, std::size_t count) noexcept
+{
+    try {
+        CommandBatch batch;
+        std::string value = format_marker(std::vector<std::int64_t>(ids, ids + count));
+        batch.add({"SET", session->marker_key, value});
+        std::vector<RedisReply> replies;
+        RedisStatus status = session->connection.execute(batch, &replies, session->timeout_ms, waiter);
+        if (!status.ok())
+            return report_failure(status, "rewriting the delivery marker");
+        if (replies.at(0).is_error())
+            return report_of(SessionReport::Status::Refused,
+                             "rewriting the delivery marker: " + replies[0].str);
+        return {};
+    } catch (...) {
+        session->connection.close();
+        return out_of_memory();
+    }
+}
+
+SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
+                                    const TargetSpec& spec, const StagedJob* jobs,
+                                    std::size_t count, double now_epoch, JobResult* results,
+                                    char* reject_message, std::size_t reject_len) noexcept
+{
+    try {
+        QueueTarget target;
+        target.kind = static_cast<QueueTarget::Kind>(spec.kind);
+        target.key = spec.key ? spec.key : "";
+        target.maxlen = spec.maxlen;
+        target.sidekiq_queue = spec.sidekiq_queue ? spec.sidekiq_queue : "";
+        target.namespace_prefix = spec.namespace_prefix ? spec.namespace_prefix : "";
+        target.sidekiq_version = spec.sidekiq_version;
+        target.jid_salt = spec.jid_salt;
+
+        std::vector<StagedJob> batch_jobs(jobs, jobs + count);
+        DeliveryPlan plan;
+        std::string error;
+        if (!plan_delivery(target, batch_jobs, session->marker_key, now_epoch, &plan, &error))
+            return report_of(SessionReport::Status::Unavailable, error);
+
+        std::vector<RedisReply> replies;
+        RedisStatus status = session->connection.execute(plan.batch, &replies, session->timeout_ms, waiter);
+        if (!status.ok())
+            return report_failure(status, "pushing a batch");
+
+        std::vector<JobOutcome> outcomes;
+        if (!read_delivery(plan, replies, count, &outcomes, &error))
+            return report_of(SessionReport::Status::Refused, error);
+
+        reject_message[0] = '\0';
+        for (std::size_t i = 0; i < count; i++) {
+            switch (outcomes[i].kind) {
+            case JobOutcome::Kind::Delivered:
+                results[i] = JobResult::Delivered;
+                break;
+            case JobOutcome::Kind::Rejected:
+                results[i] = JobResult::Rejected;
+                if (reject_message[0] == '\0')
+                    std::snprintf(reject_message, reject_len, "%s", outcomes[i].error.c_str());
+                break;
+            case JobOutcome::Kind::Retry:
+                results[i] = JobResult::Retry;
+                break;
+            }
+        }
+        return {};
+    } catch (...) {
+        session->connection.close();
+        return out_of_memory();
+    }
+}
+
+}  // namespace jobbuf::redis

@@ -1,0 +1,78 @@
+// Pure C++ regime: the worker's Redis side, shaped for the Postgres regime to call. It owns the
+// connection and the marker, and speaks only plain data (no C++ object crosses the boundary,
+// nothing throws), so the Postgres side can hold it across ereport-able code.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "redis/delivery.h"
+#include "redis/io_waiter.h"
+
+namespace jobbuf::redis {
+
+constexpr std::size_t kMessageLen = 512;
+
+// Where a queue's jobs go, as plain C data owned by the caller.
+struct TargetSpec {
+    int kind = 0;                          // QueueTarget::Kind as int
+    const char* key = nullptr;             // list/stream key
+    long long maxlen = 0;
+    const char* sidekiq_queue = nullptr;
+    const char* namespace_prefix = nullptr;  // "" or "ns:"
+    int sidekiq_version = 7;
+    std::uint32_t jid_salt = 0;
+};
+
+// Per-job result of deliver(), written into a caller-owned array.
+enum class JobResult : std::uint8_t { Delivered, Rejected, Retry };
+
+struct SessionReport {
+    enum class Status {
+        Ok,           // the call did what it said (deliver: results[] are valid)
+        Unavailable,  // cannot connect / connection lost / timeout: retry after backoff
+        Refused,      // Redis answered but refused the whole unit (OOM, EXECABORT): retry later
+        Interrupted,  // shutdown requested while waiting
+        BadConfig,    // jobbuf.redis_url does not parse
+    };
+    Status status = Status::Ok;
+    char message[kMessageLen] = {0};  // one line, never the password
+};
+
+class DrainSession;
+
+// Factory and destructor as plain functions: the Postgres side keeps a raw pointer.
+DrainSession* drain_session_create() noexcept;
+void drain_session_destroy(DrainSession* session) noexcept;
+
+// (Re)configures the endpoint and timeouts; drops the connection when the URL changed.
+SessionReport drain_session_configure(DrainSession* session, const char* redis_url,
+                                      long timeout_ms, const char* marker_key) noexcept;
+
+// Connects if not connected. Ok when connected (then *fresh tells whether it just connected).
+SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, bool* fresh) noexcept;
+
+bool drain_session_connected(const DrainSession* session) noexcept;
+void drain_session_disconnect(DrainSession* session) noexcept;
+
+// The endpoint for logs, password hidden.
+void drain_session_describe(const DrainSession* session, char* out, std::size_t out_len) noexcept;
+
+// Reads the marker: the ids of the last batch Redis accepted. On Ok, *ids/*count describe an
+// array owned by the session, valid until the next call.
+SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter,
+                                        const std::int64_t** ids, std::size_t* count) noexcept;
+
+// Replaces the marker with the given ids (after a partially failed batch: only what Redis took).
+SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter,
+                                         const std::int64_t* ids, std::size_t count) noexcept;
+
+// Pushes one batch (jobs in id order) as one MULTI/EXEC unit with the marker. On Ok, results[i]
+// says what happened to jobs[i] and reject_message holds the first rejection's error text.
+SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
+                                    const TargetSpec& target, const StagedJob* jobs,
+                                    std::size_t count, double now_epoch, JobResult* results,
+                                    char* reject_message, std::size_t reject_len) noexcept;
+
+}  // namespace jobbuf::redis

@@ -1,0 +1,11 @@
+// Pure C++ regime: jobbuf.redis_url validation with plain C results, for GUC check hooks
+// (which must not hold C++ objects in a frame that can ereport).
+#pragma once
+#include <cstddef>
+
+namespace jobbuf::redis {
+
+// True when url parses; otherwise false with a one-line reason (never the password) in reason.
+bool check_redis_url(const char* url, char* reason, std::size_t reason_len) noexcept;
+
+}  // namespace jobbuf::redis

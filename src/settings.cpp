@@ -1,0 +1,75 @@
+// Postgres regime: definitions and check hooks of the jobbuf.* GUCs. A bad value is refused at
+// SET / reload time with the reason, so the worker never meets it.
+#include "pg_includes.h"
+
+#include "redis/url_check.h"
+#include "settings.h"
+
+extern "C" {
+#include "utils/guc.h"
+}
+
+char* jobbuf_database = nullptr;
+char* jobbuf_redis_url = nullptr;
+int jobbuf_batch_size = 1000;
+int jobbuf_poll_interval = 1000;
+int jobbuf_redis_timeout = 2000;
+bool jobbuf_enabled = true;
+
+static bool check_redis_url(char** newval, void** extra, GucSource source)
+{
+    if (*newval == nullptr)
+        return true;  // the boot value is being reset; the default below is valid
+    char reason[256];
+    if (jobbuf::redis::check_redis_url(*newval, reason, sizeof(reason)))
+        return true;
+    GUC_check_errdetail("%s", reason);
+    return false;
+}
+
+static bool check_database(char** newval, void** extra, GucSource source)
+{
+    if (*newval == nullptr || (*newval)[0] == '\0') {
+        GUC_check_errdetail("jobbuf.database must name a database.");
+        return false;
+    }
+    if (strlen(*newval) >= NAMEDATALEN) {
+        GUC_check_errdetail("a database name is at most %d bytes.", NAMEDATALEN - 1);
+        return false;
+    }
+    return true;
+}
+
+void jobbuf_define_settings(void)
+{
+    DefineCustomStringVariable(
+        "jobbuf.database", "Database whose staged jobs the jobbuf worker drains.", nullptr,
+        &jobbuf_database, "postgres", PGC_POSTMASTER, 0, check_database, nullptr, nullptr);
+
+    DefineCustomStringVariable(
+        "jobbuf.redis_url", "Redis server the jobbuf worker pushes jobs to.",
+        "redis://[[user]:password@]host[:port][/db] or unix:///path[?db=N]",
+        &jobbuf_redis_url, "redis://127.0.0.1:6379/0", PGC_SIGHUP, GUC_SUPERUSER_ONLY,
+        check_redis_url, nullptr, nullptr);
+
+    DefineCustomIntVariable(
+        "jobbuf.batch_size", "Jobs the worker moves to Redis per batch (one transaction each).",
+        nullptr, &jobbuf_batch_size, 1000, 1, 100000, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+
+    DefineCustomIntVariable(
+        "jobbuf.poll_interval",
+        "Safety-net wake-up of the worker; commits of staging transactions wake it at once.",
+        nullptr, &jobbuf_poll_interval, 1000, 10, 3600 * 1000, PGC_SIGHUP, GUC_UNIT_MS, nullptr,
+        nullptr, nullptr);
+
+    DefineCustomIntVariable(
+        "jobbuf.redis_timeout", "Timeout of the worker's Redis connects and round trips.",
+        nullptr, &jobbuf_redis_timeout, 2000, 10, 600 * 1000, PGC_SIGHUP, GUC_UNIT_MS, nullptr,
+        nullptr, nullptr);
+
+    DefineCustomBoolVariable(
+        "jobbuf.enabled", "Whether the worker delivers jobs (staging continues either way).",
+        nullptr, &jobbuf_enabled, true, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+
+    MarkGUCPrefixReserved("jobbuf");
+}

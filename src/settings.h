@@ -1,0 +1,12 @@
+// Postgres regime: the jobbuf.* GUCs (postgresql.conf) and their validation.
+#pragma once
+#include "pg_includes.h"
+
+extern char* jobbuf_database;     // jobbuf.database (postmaster)
+extern char* jobbuf_redis_url;    // jobbuf.redis_url (sighup, superuser-only)
+extern int jobbuf_batch_size;     // jobbuf.batch_size
+extern int jobbuf_poll_interval;  // jobbuf.poll_interval, milliseconds
+extern int jobbuf_redis_timeout;  // jobbuf.redis_timeout, milliseconds
+extern bool jobbuf_enabled;       // jobbuf.enabled
+
+void jobbuf_define_settings(void);

@@ -1,0 +1,43 @@
+// Postgres regime: the shared-memory block through which backends wake the worker and through
+// which the worker publishes its status (jobbuf_worker_status).
+#pragma once
+#include "pg_includes.h"
+
+extern "C" {
+#include "port/atomics.h"
+#include "storage/latch.h"
+#include "storage/spin.h"
+#include "utils/timestamp.h"
+}
+
+constexpr int kStatusErrorLen = 256;
+
+struct JobbufSharedState {
+    // Wake-up path: committers set wake_requested and the worker's latch (if published).
+    pg_atomic_uint32 wake_requested;
+    Latch* worker_latch;     // the drain worker's MyLatch; NULL when none runs
+    Oid worker_database;     // database the drain worker is connected to
+
+    // Status, written by the drain worker; the mutex guards the non-atomic fields.
+    slock_t mutex;
+    pid_t worker_pid;
+    bool redis_connected;
+    char last_error[kStatusErrorLen];
+    TimestampTz last_error_at;
+    pg_atomic_uint64 wakeups;
+    pg_atomic_uint64 batches;
+    pg_atomic_uint64 delivered;
+
+    // Set by a backend about to DROP the worker's database: the launcher keeps the drain
+    // worker stopped until this time so that the drop is not blocked by it.
+    TimestampTz pause_until;
+};
+
+// NULL unless jobbuf is in shared_preload_libraries.
+extern JobbufSharedState* jobbuf_shared;
+
+void jobbuf_shared_state_install_hooks(void);
+
+// Status updates from the drain worker.
+void shared_state_set_error(const char* message);
+void shared_state_set_redis_connected(bool connected);

@@ -1,0 +1,134 @@
+# Test harness (sourced by bash): starts a private PostgreSQL cluster with the jobbuf worker
+# preloaded and a private redis-server, each on a free loopback port, and stops both on exit.
+#
+#   source test/harness/servers.sh
+#   jb_start_redis            # JB_REDIS_PORT, JB_REDIS_PID, jb_redis (redis-cli wrapper)
+#   jb_start_postgres [conf]  # JB_PGPORT, JB_PGHOST, jb_psql (psql wrapper), database jobbuf_test
+#   jb_stop_all               # also run automatically on EXIT
+#
+# initdb refuses to run as root, so the cluster runs as the postgres user (CI runs as root).
+
+JB_PGBIN=${JB_PGBIN:-$(pg_config --bindir)}
+JB_DB=${JB_DB:-jobbuf_test}
+
+jb_free_port() {
+  ruby -rsocket -e 's = TCPServer.new("127.0.0.1", 0); puts s.addr[1]; s.close'
+}
+
+jb_init_run_dir() {
+  if [ -z "${JB_RUN:-}" ]; then
+    JB_RUN=$(mktemp -d /tmp/jobbuf-test.XXXXXX)
+    chmod 755 "$JB_RUN"
+    trap jb_stop_all EXIT
+  fi
+}
+
+jb_as_postgres() {
+  if [ "$(id -u)" -eq 0 ]; then
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
+# jb_start_redis [redis-server options...]
+jb_start_redis() {
+  jb_init_run_dir
+  JB_REDIS_PORT=$(jb_free_port)
+  mkdir -p "$JB_RUN/redis"
+  redis-server --port "$JB_REDIS_PORT" --bind 127.0.0.1 --dir "$JB_RUN/redis" \
+    --save '' --appendonly no --daemonize no --logfile "$JB_RUN/redis/redis.log" "$@" &
+  JB_REDIS_PID=$!
+  JB_REDIS_ARGS=("$@")
+  jb_wait_redis
+}
+
+jb_wait_redis() {
+  for _ in $(seq 1 100); do
+    redis-cli -p "$JB_REDIS_PORT" ping >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  echo "redis-server did not start on port $JB_REDIS_PORT" >&2
+  return 1
+}
+
+# Restarts redis on the same port (same data directory, so an append-only file is replayed).
+jb_restart_redis() {
+  redis-server --port "$JB_REDIS_PORT" --bind 127.0.0.1 --dir "$JB_RUN/redis" \
+    --save '' --appendonly no --daemonize no --logfile "$JB_RUN/redis/redis.log" "${JB_REDIS_ARGS[@]}" &
+  JB_REDIS_PID=$!
+  jb_wait_redis
+}
+
+jb_redis() {
+  redis-cli -p "$JB_REDIS_PORT" "$@"
+}
+
+# jb_start_postgres ["extra postgresql.conf lines"]
+jb_start_postgres() {
+  jb_init_run_dir
+  JB_PGPORT=$(jb_free_port)
+  JB_PGHOST=$JB_RUN
+  JB_PGDATA=$JB_RUN/pgdata
+  chown postgres "$JB_RUN" 2>/dev/null || true
+  jb_as_postgres "$JB_PGBIN/initdb" -D "$JB_PGDATA" -U postgres --auth=trust --no-sync >"$JB_RUN/initdb.log" 2>&1 || {
+    cat "$JB_RUN/initdb.log" >&2; return 1; }
+  cat >>"$JB_PGDATA/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = $JB_PGPORT
+unix_socket_directories = '$JB_RUN'
+shared_preload_libraries = 'jobbuf'
+jobbuf.database = '$JB_DB'
+jobbuf.redis_url = 'redis://127.0.0.1:${JB_REDIS_PORT:-6379}/0'
+jobbuf.poll_interval = '1s'
+fsync = off
+log_min_messages = log
+${1:-}
+CONF
+  jb_pg_ctl start
+  jb_psql_db postgres -q -c "CREATE DATABASE $JB_DB" >/dev/null
+  jb_psql -q -c "CREATE EXTENSION jobbuf" >/dev/null
+}
+
+jb_pg_ctl() {
+  jb_as_postgres "$JB_PGBIN/pg_ctl" -D "$JB_PGDATA" -l "$JB_RUN/postgres.log" -w -t 60 "$@" >/dev/null
+}
+
+jb_psql_db() {
+  local db=$1; shift
+  psql -X -v ON_ERROR_STOP=1 -h "$JB_PGHOST" -p "$JB_PGPORT" -U postgres -d "$db" "$@"
+}
+
+jb_psql() {
+  jb_psql_db "$JB_DB" "$@"
+}
+
+# Prints a single value.
+jb_sql() {
+  jb_psql -qtAX -c "$1"
+}
+
+jb_stop_all() {
+  if [ -n "${JB_PGDATA:-}" ] && [ -f "$JB_PGDATA/postmaster.pid" ]; then
+    jb_as_postgres "$JB_PGBIN/pg_ctl" -D "$JB_PGDATA" -m immediate stop >/dev/null 2>&1 || true
+  fi
+  if [ -n "${JB_REDIS_PID:-}" ]; then
+    kill -CONT "$JB_REDIS_PID" 2>/dev/null || true
+    kill "$JB_REDIS_PID" 2>/dev/null || true
+    wait "$JB_REDIS_PID" 2>/dev/null || true
+  fi
+  if [ -n "${JB_RUN:-}" ] && [ -z "${JB_KEEP:-}" ]; then
+    rm -rf "$JB_RUN"
+  fi
+}
+
+# jb_wait_until "<shell condition>" [timeout seconds]: polls every 20 ms.
+jb_wait_until() {
+  local cond=$1 timeout=${2:-10}
+  local deadline=$(( $(date +%s%N) + timeout * 1000000000 ))
+  while [ "$(date +%s%N)" -lt "$deadline" ]; do
+    eval "$cond" && return 0
+    sleep 0.02
+  done
+  return 1
+}

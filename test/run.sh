@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Runs jobbuf's test suites; `make test` calls it with no argument (every suite).
+#   test/run.sh [unit|regress|pgtap|isolation|e2e|faults]...
+# Each suite that needs servers starts its own private Postgres cluster and redis-server on free
+# loopback ports and stops them, whatever the outcome.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+suites=("$@")
+[ ${#suites[@]} -gt 0 ] || suites=(unit regress pgtap isolation e2e faults)
+
+build_and_install() {
+  make -s >/dev/null
+  make -s install >/dev/null
+}
+
+run_unit() {
+  make -s -C test/unit
+}
+
+# SQL surface with expected output (sql/*.sql, expected/*.out), against a private cluster.
+run_regress() {
+  ( source test/harness/servers.sh
+    jb_start_redis
+    jb_start_postgres
+    local tests
+    tests=$(make -s -f Makefile print-regress 2>/dev/null)
+    "$(dirname "$(pg_config --pgxs)")/../test/regress/pg_regress" \
+      --host="$JB_PGHOST" --port="$JB_PGPORT" --user=postgres \
+      --inputdir=. --bindir="$(pg_config --bindir)" --dbname=jobbuf_regress \
+      --load-extension=jobbuf $tests )
+}
+
+run_pgtap() {
+  [ -d test/pgtap ] || return 0
+  ( source test/harness/servers.sh
+    jb_start_redis
+    jb_start_postgres
+    jb_psql -q -c "CREATE EXTENSION IF NOT EXISTS pgtap" >/dev/null
+    pg_prove -h "$JB_PGHOST" -p "$JB_PGPORT" -U postgres -d "$JB_DB" test/pgtap/*.sql )
+}
+
+run_isolation() {
+  [ -d test/isolation/specs ] || return 0
+  ( source test/harness/servers.sh
+    jb_start_redis
+    jb_start_postgres
+    local specs
+    specs=$(cd test/isolation/specs && ls *.spec | sed 's/\.spec$//')
+    "$(dirname "$(pg_config --pgxs)")/../test/isolation/pg_isolation_regress" \
+      --host="$JB_PGHOST" --port="$JB_PGPORT" --user=postgres \
+      --inputdir=test/isolation --outputdir=output_iso --bindir="$(pg_config --bindir)" \
+      --dbname=jobbuf_isolation --load-extension=jobbuf $specs )
+}
+
+# End-to-end scripts: each test/e2e/*.sh starts its own servers and exits non-zero on failure.
+run_scripts() {
+  local dir=$1 failed=0
+  [ -d "$dir" ] || return 0
+  for t in "$dir"/*.sh; do
+    echo "--- $t"
+    if bash "$t"; then echo "ok   $t"; else echo "FAIL $t"; failed=1; fi
+  done
+  return $failed
+}
+
+build_and_install
+status=0
+for s in "${suites[@]}"; do
+  echo "=== suite: $s"
+  case $s in
+    unit) run_unit || status=1 ;;
+    regress) run_regress || status=1 ;;
+    pgtap) run_pgtap || status=1 ;;
+    isolation) run_isolation || status=1 ;;
+    e2e) run_scripts test/e2e || status=1 ;;
+    faults) run_scripts test/faults || status=1 ;;
+    *) echo "unknown suite $s"; exit 2 ;;
+  esac
+done
+[ $status -eq 0 ] && echo "=== all suites passed" || echo "=== FAILURES (see above)"
+exit $status

@@ -1,0 +1,180 @@
+// Unit-test support: poll()-based waiters and a private redis-server per test.
+#include "test_support.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace jobbuf::test {
+
+using redis::WaitResult;
+
+WaitResult PollWaiter::wait(int fd, bool for_read, bool for_write, long timeout_ms) noexcept
+{
+    ++calls;
+    pollfd p;
+    p.fd = fd;
+    p.events = static_cast<short>((for_read ? POLLIN : 0) | (for_write ? POLLOUT : 0));
+    p.revents = 0;
+    int rc = ::poll(&p, 1, static_cast<int>(timeout_ms));
+    if (rc == 0) return WaitResult::TimedOut;
+    return WaitResult::Ready;  // ready, error or EINTR: the caller retries its operation
+}
+
+WaitResult InterruptingWaiter::wait(int fd, bool for_read, bool for_write, long timeout_ms) noexcept
+{
+    if (allowed_ > 0) {
+        --allowed_;
+        return poll_.wait(fd, for_read, for_write, timeout_ms);
+    }
+    ++interrupts;
+    return WaitResult::Interrupted;
+}
+
+int free_port()
+{
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    sockaddr_in addr;
+    std::memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = 0;
+    socklen_t len = sizeof addr;
+    int port = -1;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+        port = ntohs(addr.sin_port);
+    ::close(fd);
+    return port;
+}
+
+bool RedisServer::start(const std::vector<std::string>& extra_args)
+{
+    stop();
+    char tmpl[] = "/tmp/jobbuf-unit-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return false;
+    dir_ = tmpl;
+    socket_path_ = dir_ + "/redis.sock";
+    port_ = free_port();
+    if (port_ <= 0) return false;
+
+    const char* binary = getenv("REDIS_SERVER");
+    std::string server = binary != nullptr && *binary != '\0' ? binary : "/usr/bin/redis-server";
+    std::vector<std::string> args = {server,          "--port",      std::to_string(port_),
+                                     "--bind",        "127.0.0.1",   "--unixsocket",
+                                     socket_path_,    "--unixsocketperm", "700",
+                                     "--save",        "",            "--appendonly",
+                                     "no",            "--dir",       dir_,
+                                     "--daemonize",   "no",          "--logfile",
+                                     dir_ + "/redis.log"};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+
+    pid_ = fork();
+    if (pid_ < 0) return false;
+    if (pid_ == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int null_fd = open("/dev/null", O_RDWR);
+        if (null_fd >= 0) {
+            dup2(null_fd, 0);
+            dup2(null_fd, 1);
+        }
+        execv(argv[0], argv.data());
+        _exit(127);
+    }
+
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+        int status = 0;
+        if (waitpid(pid_, &status, WNOHANG) == pid_) {
+            pid_ = -1;
+            return false;
+        }
+        struct stat st;
+        if (::stat(socket_path_.c_str(), &st) == 0) {
+            redis::RedisConnection conn;
+            redis::RedisEndpoint ep;
+            ep.port = port_;
+            PollWaiter waiter;
+            if (conn.connect(ep, 1000, waiter).ok()) {
+                redis::CommandBatch ping;
+                ping.add({"PING"});
+                std::vector<redis::RedisReply> replies;
+                if (conn.execute(ping, &replies, 1000, waiter).ok()) return true;  // PONG or NOAUTH
+            }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+}
+
+void RedisServer::stop()
+{
+    if (pid_ > 0) {
+        ::kill(pid_, SIGCONT);
+        ::kill(pid_, SIGKILL);
+        int status = 0;
+        waitpid(pid_, &status, 0);
+        pid_ = -1;
+    }
+    if (!dir_.empty()) {
+        std::error_code ec;
+        std::filesystem::remove_all(dir_, ec);
+        dir_.clear();
+    }
+}
+
+std::string RedisServer::url(std::string_view credentials, int db) const
+{
+    std::string out = "redis://";
+    out.append(credentials);
+    out += "127.0.0.1:" + std::to_string(port_) + "/" + std::to_string(db);
+    return out;
+}
+
+redis::RedisStatus connect_url(redis::RedisConnection& conn, const std::string& url, long timeout_ms)
+{
+    redis::RedisEndpoint ep;
+    std::string error;
+    if (!redis::parse_redis_url(url.c_str(), &ep, &error)) {
+        ADD_FAILURE() << "bad test URL: " << error;
+        return redis::RedisStatus::failure(redis::RedisStatus::Code::ConnectFailed, error);
+    }
+    PollWaiter waiter;
+    return conn.connect(ep, timeout_ms, waiter);
+}
+
+redis::RedisReply command(redis::RedisConnection& conn, std::initializer_list<std::string_view> args)
+{
+    redis::CommandBatch batch;
+    batch.add(args);
+    std::vector<redis::RedisReply> replies;
+    PollWaiter waiter;
+    redis::RedisStatus st = conn.execute(batch, &replies, 5000, waiter);
+    if (!st.ok() || replies.size() != 1) {
+        ADD_FAILURE() << "command failed: " << st.message;
+        return redis::RedisReply();
+    }
+    return replies[0];
+}
+
+}  // namespace jobbuf::test

@@ -1,0 +1,66 @@
+// Unit-test support: a poll()-based IoWaiter, an interrupting one, and a private redis-server
+// started on a free loopback port and a unix socket in a temporary directory.
+#pragma once
+#include <sys/types.h>
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redis/connection.h"
+
+namespace jobbuf::test {
+
+class PollWaiter final : public redis::IoWaiter {
+public:
+    redis::WaitResult wait(int fd, bool for_read, bool for_write, long timeout_ms) noexcept override;
+    int calls = 0;
+};
+
+// Waits like PollWaiter for the first `allowed` calls, then answers Interrupted.
+class InterruptingWaiter final : public redis::IoWaiter {
+public:
+    explicit InterruptingWaiter(int allowed) : allowed_(allowed) {}
+    redis::WaitResult wait(int fd, bool for_read, bool for_write, long timeout_ms) noexcept override;
+    int interrupts = 0;
+
+private:
+    int allowed_;
+    PollWaiter poll_;
+};
+
+// A loopback TCP port nothing listens on (bound to port 0, read back, released).
+int free_port();
+
+class RedisServer {
+public:
+    RedisServer() = default;
+    RedisServer(const RedisServer&) = delete;
+    RedisServer& operator=(const RedisServer&) = delete;
+    ~RedisServer() { stop(); }
+
+    // Starts redis-server with extra arguments; waits until it answers (at most 10 s).
+    bool start(const std::vector<std::string>& extra_args = {});
+    void stop();
+
+    int port() const { return port_; }
+    pid_t pid() const { return pid_; }
+    const std::string& socket_path() const { return socket_path_; }
+    std::string url(std::string_view credentials = {}, int db = 0) const;
+
+private:
+    pid_t pid_ = -1;
+    int port_ = 0;
+    std::string dir_;
+    std::string socket_path_;
+};
+
+// Connects to url (ASSERT-style failures are reported through gtest) and returns the status.
+redis::RedisStatus connect_url(redis::RedisConnection& conn, const std::string& url, long timeout_ms = 2000);
+
+// Runs one command on conn and returns its reply (a test failure and a Nil reply if the round
+// trip failed).
+redis::RedisReply command(redis::RedisConnection& conn, std::initializer_list<std::string_view> args);
+
+}  // namespace jobbuf::test
