@@ -1,0 +1,160 @@
+// End-to-end tests of plan_delivery -> RedisConnection::execute -> read_delivery against a
+// private redis-server: what arrives in Redis, the marker, and per-job outcomes.
+#include <gtest/gtest.h>
+
+#include "redis/delivery.h"
+#include "test_support.h"
+
+using namespace jobbuf::redis;
+using jobbuf::test::command;
+using jobbuf::test::connect_url;
+using jobbuf::test::PollWaiter;
+using jobbuf::test::RedisServer;
+using Kind = JobOutcome::Kind;
+
+namespace {
+
+class DeliveryRedisTest : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        ASSERT_TRUE(server_.start());
+        RedisStatus st = connect_url(conn_, server_.url());
+        ASSERT_TRUE(st.ok()) << st.message;
+    }
+
+    // Plans, executes and reads one batch; returns read_delivery's result.
+    bool deliver(const QueueTarget& target, const std::vector<StagedJob>& jobs, std::vector<JobOutcome>* outcomes,
+                 std::string* error, double now = 1700000001.5)
+    {
+        DeliveryPlan plan;
+        EXPECT_TRUE(plan_delivery(target, jobs, "jobbuf:marker:test", now, &plan, error)) << *error;
+        std::vector<RedisReply> replies;
+        PollWaiter waiter;
+        RedisStatus st = conn_.execute(plan.batch, &replies, 5000, waiter);
+        EXPECT_TRUE(st.ok()) << st.message;
+        return read_delivery(plan, replies, jobs.size(), outcomes, error);
+    }
+
+    static std::vector<StagedJob> jobs_from(const std::vector<std::string>& payloads, std::int64_t first_id)
+    {
+        std::vector<StagedJob> jobs(payloads.size());
+        for (std::size_t i = 0; i < payloads.size(); ++i) {
+            jobs[i].id = first_id + static_cast<std::int64_t>(i);
+            jobs[i].payload = payloads[i];
+            jobs[i].staged_at = 1700000000.0;
+            jobs[i].run_at = 1700000000.0;
+        }
+        return jobs;
+    }
+
+    RedisServer server_;
+    RedisConnection conn_;
+};
+
+}  // namespace
+
+TEST_F(DeliveryRedisTest, ListArrivesInOrderWithMarker)
+{
+    QueueTarget t;
+    t.kind = QueueTarget::Kind::List;
+    t.key = "jobbuf:mail";
+    std::vector<std::string> payloads = {R"({"to": "a@x"})", R"({"to": "b@x"})", "{}"};
+    std::vector<JobOutcome> out;
+    std::string error;
+    ASSERT_TRUE(deliver(t, jobs_from(payloads, 10), &out, &error)) << error;
+    EXPECT_EQ(error, "");
+    ASSERT_EQ(out.size(), 3u);
+    for (const auto& o : out) EXPECT_EQ(o.kind, Kind::Delivered);
+
+    RedisReply list = command(conn_, {"LRANGE", "jobbuf:mail", "0", "-1"});
+    ASSERT_EQ(list.elements.size(), 3u);
+    for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(list.elements[i].str, payloads[i]);
+    RedisReply marker = command(conn_, {"GET", "jobbuf:marker:test"});
+    EXPECT_EQ(marker.str, "10,11,12");
+    std::vector<std::int64_t> ids;
+    ASSERT_TRUE(parse_marker(marker.str, &ids));
+    EXPECT_EQ(ids, (std::vector<std::int64_t>{10, 11, 12}));
+}
+
+TEST_F(DeliveryRedisTest, ListKeyOfWrongTypeRejectsTheJobs)
+{
+    command(conn_, {"SET", "jobbuf:mail", "i am a string"});
+    QueueTarget t;
+    t.key = "jobbuf:mail";
+    std::vector<JobOutcome> out;
+    std::string error;
+    ASSERT_TRUE(deliver(t, jobs_from({"{}", "{}"}, 1), &out, &error)) << error;
+    ASSERT_EQ(out.size(), 2u);
+    for (const auto& o : out) {
+        EXPECT_EQ(o.kind, Kind::Rejected);
+        EXPECT_EQ(o.error.substr(0, 9), "WRONGTYPE");
+    }
+    EXPECT_EQ(command(conn_, {"GET", "jobbuf:mail"}).str, "i am a string");
+    EXPECT_EQ(command(conn_, {"GET", "jobbuf:marker:test"}).str, "1,2");
+}
+
+TEST_F(DeliveryRedisTest, StreamEntriesCarryIdAndPayload)
+{
+    QueueTarget t;
+    t.kind = QueueTarget::Kind::Stream;
+    t.key = "events";
+    t.maxlen = 1000;
+    std::vector<JobOutcome> out;
+    std::string error;
+    ASSERT_TRUE(deliver(t, jobs_from({R"({"n": 1})", R"({"n": 2})"}, 41), &out, &error)) << error;
+    EXPECT_EQ(out[0].kind, Kind::Delivered);
+    EXPECT_EQ(out[1].kind, Kind::Delivered);
+    RedisReply range = command(conn_, {"XRANGE", "events", "-", "+"});
+    ASSERT_EQ(range.elements.size(), 2u);
+    const RedisReply& fields = range.elements[1].elements[1];
+    ASSERT_EQ(fields.elements.size(), 4u);
+    EXPECT_EQ(fields.elements[0].str, "id");
+    EXPECT_EQ(fields.elements[1].str, "42");
+    EXPECT_EQ(fields.elements[2].str, "payload");
+    EXPECT_EQ(fields.elements[3].str, R"({"n": 2})");
+}
+
+TEST_F(DeliveryRedisTest, SidekiqImmediateAndScheduled)
+{
+    QueueTarget t;
+    t.kind = QueueTarget::Kind::Sidekiq;
+    t.sidekiq_queue = "default";
+    t.namespace_prefix = "app:";
+    const std::vector<std::string> payloads = {R"({"class": "A"})", R"({"class": "B"})", R"({"class": "C"})"};
+    std::vector<StagedJob> jobs = jobs_from(payloads, 1);  // the jobs view the payload strings
+    jobs[2].run_at = 1700009999.5;
+    std::vector<JobOutcome> out;
+    std::string error;
+    ASSERT_TRUE(deliver(t, jobs, &out, &error)) << error;
+    for (const auto& o : out) EXPECT_EQ(o.kind, Kind::Delivered);
+    RedisReply queues = command(conn_, {"SMEMBERS", "app:queues"});
+    ASSERT_EQ(queues.elements.size(), 1u);
+    EXPECT_EQ(queues.elements[0].str, "default");
+    // Sidekiq pops from the right: the first job comes out first.
+    RedisReply first = command(conn_, {"RPOP", "app:queue:default"});
+    EXPECT_NE(first.str.find(R"("class": "A")"), std::string::npos) << first.str;
+    RedisReply second = command(conn_, {"RPOP", "app:queue:default"});
+    EXPECT_NE(second.str.find(R"("class": "B")"), std::string::npos) << second.str;
+    RedisReply scheduled = command(conn_, {"ZRANGE", "app:schedule", "0", "-1", "WITHSCORES"});
+    ASSERT_EQ(scheduled.elements.size(), 2u);
+    EXPECT_NE(scheduled.elements[0].str.find(R"("class": "C")"), std::string::npos);
+    EXPECT_EQ(scheduled.elements[0].str.find("enqueued_at"), std::string::npos);
+    EXPECT_EQ(scheduled.elements[1].str, "1700009999.5");
+}
+
+TEST_F(DeliveryRedisTest, QueuedErrorAbortsTheWholeTransaction)
+{
+    // A maxmemory so small that every write is refused at queue time: EXECABORT.
+    ASSERT_EQ(command(conn_, {"CONFIG", "SET", "maxmemory", "1"}).str, "OK");
+    QueueTarget t;
+    t.key = "jobbuf:mail";
+    std::vector<JobOutcome> out;
+    std::string error;
+    EXPECT_FALSE(deliver(t, jobs_from({"{}"}, 1), &out, &error));
+    EXPECT_TRUE(out.empty());
+    EXPECT_NE(error.find("EXECABORT"), std::string::npos) << error;
+    EXPECT_NE(error.find("OOM"), std::string::npos) << error;
+    ASSERT_EQ(command(conn_, {"CONFIG", "SET", "maxmemory", "0"}).str, "OK");
+    EXPECT_EQ(command(conn_, {"EXISTS", "jobbuf:mail", "jobbuf:marker:test"}).integer, 0);
+}
