@@ -6,6 +6,7 @@
 #include "pg_includes.h"
 
 #include "drain_batch.h"
+#include "drop_database_guard.h"
 #include "problem_log.h"
 #include "settings.h"
 #include "shared_state.h"
@@ -299,6 +300,10 @@ void jobbuf_drain_main(Datum arg)
     for (;;) {
         CHECK_FOR_INTERRUPTS();
         reload_settings_if_asked();
+        if (drain_worker_must_leave()) {
+            ereport(LOG, (errmsg("jobbuf: drain worker leaves database \"%s\" for DROP DATABASE", jobbuf_database)));
+            proc_exit(0);
+        }
 
         long sleep_ms = jobbuf_poll_interval;
         if (jobbuf_shared)

@@ -4,6 +4,7 @@
 #include "pg_includes.h"
 
 #include "commit_wakeup.h"
+#include "drop_database_guard.h"
 #include "queue_cache.h"
 #include "settings.h"
 #include "shared_state.h"
@@ -40,6 +41,7 @@ void _PG_init(void)
     register_queue_cache_invalidation();
     if (process_shared_preload_libraries_in_progress) {
         jobbuf_shared_state_install_hooks();
+        install_drop_database_guard();
         register_launcher();
     }
 }

@@ -100,8 +100,11 @@ SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, boo
         return {};
     try {
         RedisStatus status = session->connection.connect(session->endpoint, session->timeout_ms, waiter);
-        if (!status.ok())
-            return report_failure(status, ("cannot connect to " + session->endpoint.redacted()).c_str());
+        if (!status.ok()) {
+            auto kind = status.code == RedisStatus::Code::Interrupted ? SessionReport::Status::Interrupted
+                                                                      : SessionReport::Status::Unavailable;
+            return report_of(kind, status.message);
+        }
         *fresh = true;
         return {};
     } catch (...) {
