@@ -40,6 +40,9 @@ SPIPlanPtr dead_plan = nullptr;
 SPIPlanPtr stats_plan = nullptr;
 SPIPlanPtr reconcile_plan = nullptr;
 SPIPlanPtr queues_plan = nullptr;
+SPIPlanPtr group_plan = nullptr;
+char group_plan_schema[NAMEDATALEN * 2 + 3];  // the quoted extension schema group_plan was built for
+char extension_schema[NAMEDATALEN * 2 + 3];   // the quoted extension schema, from the queue list
 
 char marker_key_buffer[128];
 uint32 jid_salt_value = 0;
@@ -95,6 +98,30 @@ void prepare_batch_plans(void)
             " WHERE queue = $1",
             4, types);
     }
+}
+
+// jobbuf_claim lives in the extension's schema, which the worker learns with the queue list.
+void prepare_group_plan(const char* quoted_schema)
+{
+    if (group_plan != nullptr && strcmp(group_plan_schema, quoted_schema) == 0)
+        return;
+    if (group_plan != nullptr) {
+        SPI_freeplan(group_plan);
+        group_plan = nullptr;
+    }
+    Oid types[4] = {TEXTOID, INT4OID, BOOLOID, TEXTOID};
+    char* sql = psprintf(
+        "WITH claimed AS (SELECT * FROM %s.jobbuf_claim($1, $2)),"
+        " g AS (SELECT c.group_id, min(c.id) AS first_id, array_agg(c.id ORDER BY c.id) AS ids,"
+        "              min(c.staged_at) AS staged_at FROM claimed c GROUP BY c.group_id)"
+        " SELECT first_id,"
+        "  CASE WHEN $3 THEN jsonb_build_object('class', $4, 'args', jsonb_build_array(group_id))"
+        "       ELSE jsonb_build_object('group_id', group_id, 'ids', to_jsonb(ids)) END::text,"
+        "  extract(epoch FROM staged_at)::float8, cardinality(ids)"
+        " FROM g",
+        quoted_schema);
+    group_plan = prepare_kept(sql, 4, types);
+    strlcpy(group_plan_schema, quoted_schema, sizeof(group_plan_schema));
 }
 
 void begin_worker_transaction(const char* activity)
@@ -293,6 +320,63 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q)
     return result;
 }
 
+BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
+{
+    BatchResult result{};
+    bool sidekiq = q->spec.kind == static_cast<int>(jobbuf::redis::QueueTarget::Kind::Sidekiq);
+
+    begin_worker_transaction("jobbuf: delivering a group");
+    prepare_batch_plans();
+    prepare_group_plan(extension_schema);
+    Datum args[4] = {CStringGetTextDatum(q->name), Int32GetDatum(q->batch_size), BoolGetDatum(sidekiq),
+                     CStringGetTextDatum(q->group_class)};
+    char nulls[4] = {' ', static_cast<char>(q->batch_size > 0 ? ' ' : 'n'), ' ', ' '};
+    int rc = SPI_execute_plan(group_plan, args, nulls, false, 0);
+    if (rc != SPI_OK_SELECT)
+        elog(ERROR, "jobbuf: claiming a group failed: %s", SPI_result_code_string(rc));
+    if (SPI_processed == 0) {
+        commit_worker_transaction();
+        result.outcome = BatchOutcome::Empty;
+        return result;
+    }
+
+    // One message for the group. It is not named by the marker: its jobs stay in Postgres, claimed,
+    // until the consumer completes them. If this transaction fails after the push, the claim rolls
+    // back and the message names a group that does not exist: jobbuf_group returns nothing for it.
+    HeapTuple tuple = SPI_tuptable->vals[0];
+    TupleDesc desc = SPI_tuptable->tupdesc;
+    bool isnull = false;
+    StagedJob message;
+    message.id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
+    text* body = DatumGetTextPP(SPI_getbinval(tuple, desc, 2, &isnull));
+    message.payload = std::string_view(VARDATA_ANY(body), VARSIZE_ANY_EXHDR(body));
+    message.staged_at = DatumGetFloat8(SPI_getbinval(tuple, desc, 3, &isnull));
+    double now = now_epoch_seconds();
+    message.run_at = now;
+    message.marked = false;
+    int64 jobs_in_group = DatumGetInt32(SPI_getbinval(tuple, desc, 4, &isnull));
+
+    JobResult outcome = JobResult::Retry;
+    char reject_message[jobbuf::redis::kMessageLen];
+    SessionReport report = jobbuf::redis::drain_session_deliver(
+        ctx->session, *ctx->waiter, q->spec, &message, 1, now, &outcome, reject_message, sizeof(reject_message));
+    if (report.status != SessionReport::Status::Ok || outcome != JobResult::Delivered) {
+        abort_worker_transaction();
+        bool whole_unit = report.status != SessionReport::Status::Ok;
+        result.outcome = whole_unit ? outcome_of(report.status) : BatchOutcome::Refused;
+        copy_message(&result, whole_unit ? report.message : reject_message);
+        return result;
+    }
+    count_batch(q->name, jobs_in_group, 0, nullptr);
+    commit_worker_transaction();
+    if (jobbuf_shared) {
+        pg_atomic_fetch_add_u64(&jobbuf_shared->batches, 1);
+        pg_atomic_fetch_add_u64(&jobbuf_shared->delivered, jobs_in_group);
+    }
+    result.outcome = BatchOutcome::Full;
+    return result;
+}
+
 SessionReport reconcile_delivered(DrainContext* ctx)
 {
     const std::int64_t* ids = nullptr;
@@ -341,10 +425,13 @@ int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
             "  coalesce(options->>'sidekiq_queue', name),"
             "  coalesce((options->>'namespace') || ':', ''),"
             "  coalesce((options->>'sidekiq_version')::int, 7),"
-            "  coalesce((options->>'batch_size')::int, 0)"
+            "  coalesce((options->>'batch_size')::int, 0),"
+            "  options->>'delivery' = 'group',"
+            "  coalesce(options->>'group_class', ''),"
+            "  (SELECT quote_ident(n.nspname) FROM pg_catalog.pg_extension e"
+            "     JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'jobbuf')"
             " FROM jobbuf.queues"
             " WHERE NOT paused AND target IN ('list', 'stream', 'sidekiq')"
-            "   AND coalesce(options->>'delivery', 'each') = 'each'"
             " ORDER BY name",
             0, nullptr);
     int rc = SPI_execute_plan(queues_plan, nullptr, nullptr, true, 0);
@@ -370,6 +457,12 @@ int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
         q->spec.sidekiq_version = DatumGetInt32(SPI_getbinval(tuple, desc, 7, &isnull));
         q->spec.jid_salt = salt;
         q->batch_size = DatumGetInt32(SPI_getbinval(tuple, desc, 8, &isnull));
+        Datum group = SPI_getbinval(tuple, desc, 9, &isnull);
+        q->group_delivery = !isnull && DatumGetBool(group);
+        q->group_class = MemoryContextStrdup(cxt, TextDatumGetCString(SPI_getbinval(tuple, desc, 10, &isnull)));
+        Datum schema = SPI_getbinval(tuple, desc, 11, &isnull);
+        if (!isnull)
+            strlcpy(extension_schema, TextDatumGetCString(schema), sizeof(extension_schema));
     }
     commit_worker_transaction();
     *queues = list;

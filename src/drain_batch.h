@@ -9,7 +9,9 @@
 struct ActiveQueue {
     char name[NAMEDATALEN];
     jobbuf::redis::TargetSpec spec;  // strings point into the worker's queue-list context
-    int batch_size;                  // 0: jobbuf.batch_size
+    int batch_size;                  // 0: jobbuf.batch_size (group delivery: jobbuf_claim's default)
+    bool group_delivery;             // delivery 'group': one message per claimed group
+    const char* group_class;         // sidekiq group delivery: the job class given [group_id]
 };
 
 struct DrainContext {
@@ -34,6 +36,10 @@ struct BatchResult {
 
 // Runs one batch for queue q in its own transaction. Postgres errors propagate (ereport).
 BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q);
+
+// Claims one group of queue q (jobbuf_claim) and pushes one message for it, in one transaction;
+// Full when a group was pushed, Empty when nothing could be claimed.
+BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q);
 
 // Deletes the jobs that the marker names (Redis took them, Postgres did not record it), in its
 // own transaction. Returns the session's report (Ok when done).

@@ -244,7 +244,9 @@ long drain_round(void)
             if (!jobbuf_enabled)
                 return sleep_ms;
             BatchResult result{};
-            if (!run_guarded([&] { result = drain_one_batch(&state->ctx, q); })) {
+            if (!run_guarded([&] {
+                    result = q->group_delivery ? drain_one_group(&state->ctx, q) : drain_one_batch(&state->ctx, q);
+                })) {
                 database_failed();
                 return kErrorBackoffMs;
             }

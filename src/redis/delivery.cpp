@@ -135,7 +135,8 @@ bool plan_delivery(const QueueTarget& target, const std::vector<StagedJob>& jobs
         }
         std::vector<std::int64_t> ids;
         ids.reserve(jobs.size());
-        for (const StagedJob& job : jobs) ids.push_back(job.id);
+        for (const StagedJob& job : jobs)
+            if (job.marked) ids.push_back(job.id);
         plan->batch.add({"SET", marker_key, format_marker(ids)});
         plan->batch.add({"EXEC"});
         return true;

@@ -18,6 +18,8 @@ struct StagedJob {
     double staged_at = 0;      // epoch seconds
     double run_at = 0;         // epoch seconds
     bool payload_has_retry = false;  // sidekiq: the payload sets "retry" itself
+    bool marked = true;  // named by the batch marker; false for group messages, whose jobs stay
+                         // in Postgres (claimed) and must never be deleted by reconciliation
 };
 
 struct QueueTarget {
@@ -47,7 +49,8 @@ struct DeliveryPlan {
     std::vector<PushRange> pushes;
 };
 
-// Builds MULTI + pushes + SET marker_key "<id>,<id>,..." + EXEC for jobs (already in id order).
+// Builds MULTI + pushes + SET marker_key "<id>,<id>,..." + EXEC for jobs (already in id order);
+// the marker names the marked jobs only.
 // now_epoch is the push time (Sidekiq's enqueued_at). Returns false and sets *error only when
 // memory runs out; never throws.
 bool plan_delivery(const QueueTarget& target, const std::vector<StagedJob>& jobs,
