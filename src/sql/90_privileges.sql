@@ -1,0 +1,67 @@
+-- jobbuf 1.0: the privilege model. Three group roles (cluster-wide, NOLOGIN; created if missing,
+-- left in place by DROP EXTENSION); grant them to your login roles:
+--   jobbuf_producer  stage jobs: jobbuf_stage, or INSERT INTO jobbuf.jobs (the staging columns only)
+--   jobbuf_consumer  batch consumers: jobbuf_claim / complete / fail / extend / group
+--   jobbuf_admin     queues and dead letters: create / alter / drop / pause / resume queues,
+--                    retry / purge dead letters, purge the archive; reads every jobbuf table
+-- All three may call jobbuf_stats() and jobbuf_worker_status(). Nothing is executable by PUBLIC.
+-- Consumer, admin and inspection functions are SECURITY DEFINER with a pinned search_path, so
+-- those roles need no privilege on the tables themselves.
+
+DO $$
+DECLARE
+    role_name text;
+BEGIN
+    FOREACH role_name IN ARRAY ARRAY['jobbuf_producer', 'jobbuf_consumer', 'jobbuf_admin'] LOOP
+        IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = role_name) THEN
+            EXECUTE format('CREATE ROLE %I NOLOGIN', role_name);
+        END IF;
+    END LOOP;
+END $$;
+
+DO $$
+DECLARE
+    fn regprocedure;
+    name text;
+    consumer_functions constant text[] := ARRAY['jobbuf_claim', 'jobbuf_complete', 'jobbuf_fail',
+        'jobbuf_extend', 'jobbuf_group'];
+    admin_functions constant text[] := ARRAY['jobbuf_create_queue', 'jobbuf_alter_queue',
+        'jobbuf_drop_queue', 'jobbuf_pause', 'jobbuf_resume', 'jobbuf_retry_dead',
+        'jobbuf_purge_dead', 'jobbuf_purge_archive'];
+    inspection_functions constant text[] := ARRAY['jobbuf_stats', 'jobbuf_worker_status'];
+BEGIN
+    FOR fn, name IN
+        SELECT p.oid::regprocedure, p.proname
+        FROM pg_catalog.pg_proc p
+        JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_proc'::regclass AND d.objid = p.oid
+        JOIN pg_catalog.pg_extension e ON d.refclassid = 'pg_catalog.pg_extension'::regclass
+                                      AND d.refobjid = e.oid AND d.deptype = 'e'
+        WHERE e.extname = 'jobbuf'
+    LOOP
+        EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', fn);
+        IF name = 'jobbuf_stage' THEN
+            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO jobbuf_producer', fn);
+        ELSIF name = ANY (consumer_functions) THEN
+            EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER', fn);
+            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO jobbuf_consumer', fn);
+        ELSIF name = ANY (admin_functions) THEN
+            EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER', fn);
+            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO jobbuf_admin', fn);
+        ELSIF name = ANY (inspection_functions) THEN
+            EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER', fn);
+            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO jobbuf_producer, jobbuf_consumer, jobbuf_admin', fn);
+        END IF;
+    END LOOP;
+END $$;
+
+GRANT USAGE ON SCHEMA jobbuf TO jobbuf_producer, jobbuf_consumer, jobbuf_admin;
+
+-- Producers stage through jobbuf_stage (invoker's rights) or a plain INSERT: both need INSERT on
+-- the staging columns, the sequence, SELECT of the id (RETURNING) and of the queue metadata that
+-- the validation trigger reads. They cannot read or change other jobs.
+GRANT INSERT (queue, payload, run_at, unique_key, partition_key) ON jobbuf.jobs TO jobbuf_producer;
+GRANT SELECT (id) ON jobbuf.jobs TO jobbuf_producer;
+GRANT USAGE ON SEQUENCE jobbuf.jobs_id_seq TO jobbuf_producer;
+GRANT SELECT ON jobbuf.queues TO jobbuf_producer;
+
+GRANT SELECT ON ALL TABLES IN SCHEMA jobbuf TO jobbuf_admin;

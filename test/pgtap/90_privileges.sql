@@ -1,0 +1,70 @@
+-- pgTAP: the privilege model (src/sql/90_privileges.sql), tried as the wrong roles.
+BEGIN;
+SELECT plan(27);
+
+SELECT jobbuf_create_queue('priv_q', 'none');
+CREATE ROLE priv_producer LOGIN IN ROLE jobbuf_producer;
+CREATE ROLE priv_consumer LOGIN IN ROLE jobbuf_consumer;
+CREATE ROLE priv_admin LOGIN IN ROLE jobbuf_admin;
+CREATE ROLE priv_nobody LOGIN;
+
+-- Catalog-level properties.
+SELECT is((SELECT count(*)::int FROM pg_proc p
+           JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+           JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'jobbuf'
+           WHERE has_function_privilege('public', p.oid, 'EXECUTE')),
+          0, 'no jobbuf function is executable by PUBLIC');
+SELECT is((SELECT count(*)::int FROM pg_proc p
+           JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+           JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'jobbuf'
+           WHERE p.prosecdef AND p.prolang <> (SELECT oid FROM pg_language WHERE lanname = 'c')
+             AND NOT EXISTS (SELECT 1 FROM unnest(p.proconfig) c WHERE c LIKE 'search_path=%')),
+          0, 'every SECURITY DEFINER function pins search_path');
+SELECT ok((SELECT count(*) FROM pg_proc WHERE proname = 'jobbuf_claim' AND prosecdef) > 0,
+          'jobbuf_claim runs as definer');
+
+-- Producer: stages, and nothing else.
+SET ROLE priv_producer;
+SELECT ok(jobbuf_stage('priv_q', '{"a": 1}'::jsonb) IS NOT NULL, 'producer can jobbuf_stage');
+SELECT lives_ok($$ INSERT INTO jobbuf.jobs (queue, payload) VALUES ('priv_q', '{"b": 2}') $$,
+                'producer can INSERT into jobbuf.jobs');
+SELECT throws_ok($$ SELECT payload FROM jobbuf.jobs $$, '42501', NULL, 'producer cannot read payloads');
+SELECT throws_ok($$ UPDATE jobbuf.jobs SET attempts = 0 $$, '42501', NULL, 'producer cannot update jobs');
+SELECT throws_ok($$ DELETE FROM jobbuf.jobs $$, '42501', NULL, 'producer cannot delete jobs');
+SELECT throws_ok($$ INSERT INTO jobbuf.jobs (queue, payload, group_id) VALUES ('priv_q', '{}', gen_random_uuid()) $$,
+                 '42501', NULL, 'producer cannot insert claimed jobs');
+SELECT throws_ok($$ SELECT * FROM jobbuf_claim('priv_q', 10) $$, '42501', NULL, 'producer cannot claim');
+SELECT throws_ok($$ SELECT jobbuf_create_queue('priv_other', 'none') $$, '42501', NULL, 'producer cannot create queues');
+SELECT throws_ok($$ SELECT jobbuf_purge_dead('priv_q') $$, '42501', NULL, 'producer cannot purge dead letters');
+SELECT lives_ok($$ SELECT * FROM jobbuf_stats() $$, 'producer can read jobbuf_stats()');
+RESET ROLE;
+
+-- Consumer: claims and completes, nothing else.
+SET ROLE priv_consumer;
+SELECT is((SELECT count(*)::int FROM jobbuf_claim('priv_q', 10)), 2, 'consumer claims both jobs');
+SELECT throws_ok($$ SELECT jobbuf_stage('priv_q', '{"c": 3}'::jsonb) $$, '42501', NULL, 'consumer cannot stage');
+SELECT throws_ok($$ DELETE FROM jobbuf.jobs $$, '42501', NULL, 'consumer cannot delete jobs directly');
+SELECT throws_ok($$ SELECT jobbuf_drop_queue('priv_q', true) $$, '42501', NULL, 'consumer cannot drop queues');
+SELECT throws_ok($$ SELECT jobbuf_pause('priv_q') $$, '42501', NULL, 'consumer cannot pause queues');
+RESET ROLE;
+
+-- Admin: manages queues and dead letters, but does not stage or claim.
+SET ROLE priv_admin;
+SELECT lives_ok($$ SELECT jobbuf_create_queue('priv_admin_q', 'none') $$, 'admin creates a queue');
+SELECT lives_ok($$ SELECT jobbuf_pause('priv_admin_q') $$, 'admin pauses a queue');
+SELECT lives_ok($$ SELECT jobbuf_drop_queue('priv_admin_q') $$, 'admin drops a queue');
+SELECT lives_ok($$ SELECT count(*) FROM jobbuf.dead $$, 'admin reads dead letters');
+SELECT throws_ok($$ SELECT * FROM jobbuf_claim('priv_q', 10) $$, '42501', NULL, 'admin cannot claim');
+RESET ROLE;
+
+-- Anyone else: nothing, and the Redis URL (with its password) stays hidden.
+SET ROLE priv_nobody;
+SELECT throws_ok($$ SELECT jobbuf_stage('priv_q', '{"d": 4}'::jsonb) $$, '42501', NULL, 'a role without grants cannot stage');
+SELECT throws_ok($$ SHOW jobbuf.redis_url $$, '42501', NULL, 'jobbuf.redis_url is not readable by non-superusers');
+SELECT is((SELECT count(*)::int FROM pg_settings WHERE name = 'jobbuf.redis_url'), 0,
+          'pg_settings hides jobbuf.redis_url from non-superusers');
+SELECT throws_ok($$ SELECT * FROM jobbuf_worker_status() $$, '42501', NULL, 'worker status needs a jobbuf role');
+RESET ROLE;
+
+SELECT * FROM finish();
+ROLLBACK;
