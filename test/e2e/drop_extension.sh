@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# DROP EXTENSION jobbuf while the worker is draining, then CREATE EXTENSION again: the worker
+# neither crashes nor restarts in a loop (it waits for the extension), keeps its process, pushes
+# nothing twice, and drains the re-created extension's jobs.
+source "$(dirname "$0")/tools/lib.sh"
+
+e2e_start "jobbuf.batch_size = 20
+jobbuf.poll_interval = '200ms'"
+jb_sql "SELECT jobbuf_create_queue('busy', 'list')" >/dev/null
+pid_before=$(jb_sql "SELECT pid FROM jobbuf_worker_status()")
+
+jb_sql "SELECT count(jobbuf_stage('busy', jsonb_build_object('n', n))) FROM generate_series(1, 50000) n" >/dev/null
+jb_wait_until '[ "$(jb_redis LLEN jobbuf:busy)" -gt 0 ]' 5
+mark=$(log_mark)
+t0=$(now_ms)
+jb_psql -q -c "DROP EXTENSION jobbuf"
+say "DROP EXTENSION took $(( $(now_ms) - t0 )) ms, with $(jb_redis LLEN jobbuf:busy) of 50000 jobs in Redis"
+sleep 2
+at_drop=$(jb_redis LLEN jobbuf:busy)
+check "dropped mid-drain (jobs in Redis: $at_drop of 50000)" [ "$at_drop" -lt 50000 ]
+sleep 1
+expect_eq "nothing pushed after the drop" "$(jb_redis LLEN jobbuf:busy)" "$at_drop"
+expect_eq "drain worker still running, same process" \
+  "$(jb_sql "SELECT pid FROM pg_stat_activity WHERE backend_type = 'jobbuf drain worker'")" "$pid_before"
+
+jb_psql -q -o /dev/null <<'SQL'
+CREATE EXTENSION jobbuf;
+SELECT jobbuf_create_queue('busy', 'list');
+SELECT jobbuf_stage('busy', jsonb_build_object('n', 100000 + n)) FROM generate_series(1, 100) n;
+SQL
+if jb_wait_until '[ "$(jb_redis LLEN jobbuf:busy)" -ge $(( at_drop + 100 )) ]' 10; then
+  pass "after CREATE EXTENSION the worker drains again"
+else
+  fail "after CREATE EXTENSION: $(( $(jb_redis LLEN jobbuf:busy) - at_drop )) of 100 new jobs in Redis after 10 s"
+fi
+sleep 0.3
+expect_eq "new jobs delivered once each" "$(jb_redis LLEN jobbuf:busy)" "$(( at_drop + 100 ))"
+expect_eq "no job pushed twice" "$(jb_redis LRANGE jobbuf:busy 0 -1 | sort | uniq -d | wc -l)" 0
+expect_eq "jobbuf_worker_status: running, same pid" \
+  "$(jb_sql "SELECT running || ' ' || pid FROM jobbuf_worker_status()")" "true $pid_before"
+log=$(log_since "$mark")
+expect_eq "no worker crash or exit" "$(count_lines 'terminated by signal|exited with exit code|PANIC|server process' "$log")" 0
+expect_eq "no worker restart" "$(count_lines 'drain worker started|starting the drain worker' "$log")" 0
+waiting=$(count_lines 'WARNING: +jobbuf:.*not installed' "$log")
+expect_le "'extension not installed' WARNINGs (no log spam)" "$waiting" 1
+say "jobbuf lines logged meanwhile:"
+grep -E 'jobbuf:' <<<"$log" | sed 's/^[^]]*] /    /' | head -n 8
+
+e2e_done
