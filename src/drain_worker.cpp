@@ -6,6 +6,8 @@
 #include "pg_includes.h"
 
 #include "drain_batch.h"
+#include "drain_group.h"
+#include "reconcile.h"
 #include "drop_database_guard.h"
 #include "problem_log.h"
 #include "settings.h"

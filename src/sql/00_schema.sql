@@ -47,15 +47,35 @@ CREATE TABLE jobbuf.jobs (
 COMMENT ON TABLE jobbuf.jobs IS 'jobs waiting for delivery or claimed by a consumer; INSERT (queue, payload[, run_at, unique_key, partition_key]) is the same as jobbuf_stage';
 
 -- Indexes: the table is write-heavy (every job is inserted once and deleted once), so it carries
--- only what the hot queries need.
---  * jobs_pkey (id): the worker's and jobbuf_complete's deletes by id.
+-- only what the hot queries need, and partial indexes keep each one small: a waiting job is in
+-- jobs_waiting (plus the two partial ones below if it has a unique or partition key); a claimed
+-- job is only in jobs_group and jobs_leased. Claiming moves a row from the first set to the
+-- second, and completing deletes it.
+--  * jobs_pkey (id): deletes and updates by id (the worker, jobbuf_complete, jobbuf_fail).
 --  * jobs_waiting (queue, id) WHERE group_id IS NULL: the worker's drain and jobbuf_claim take the
---    oldest unclaimed jobs of one queue; claimed jobs leave this index.
+--    oldest unclaimed jobs of one queue in id order (LIMIT n FOR UPDATE SKIP LOCKED reads only
+--    the head of the index); claimed jobs leave this index.
 --  * jobs_unique_waiting: at most one waiting job per (queue, unique_key); the arbiter of
 --    jobbuf_stage's ON CONFLICT DO NOTHING, which makes the check race-free.
+--  * jobs_partition_waiting (queue, partition_key, id), waiting jobs that have a partition key:
+--    a claim for one partition reads that partition's oldest jobs directly, and a claim without
+--    a partition key finds the distinct partitions by a skip scan (one probe per partition, not
+--    one row per job). Jobs without a partition key (most queues) are not in it and cost nothing.
+--  * jobs_group (group_id), claimed jobs: jobbuf_complete / fail / extend / group find a group.
+--  * jobs_leased (queue, lease_until), claimed jobs: jobbuf_claim finds expired leases
+--    (lease_until <= now()) to re-claim, and the groups in flight (lease_until > now()) for
+--    max_in_flight and for the one-group-per-partition rule. Only claimed jobs are in it.
+-- Not indexed on purpose: run_at. Jobs due later stay in jobs_waiting and are filtered on the heap;
+-- queues with option order = run_at sort their waiting jobs per claim (fine for backlogs of
+-- thousands, not millions; an index on (queue, run_at) WHERE group_id IS NULL would serve them
+-- at the cost of one more index write per staged job for every queue).
 CREATE INDEX jobs_waiting ON jobbuf.jobs (queue, id) WHERE group_id IS NULL;
 CREATE UNIQUE INDEX jobs_unique_waiting ON jobbuf.jobs (queue, unique_key)
     WHERE unique_key IS NOT NULL AND group_id IS NULL;
+CREATE INDEX jobs_partition_waiting ON jobbuf.jobs (queue, partition_key, id)
+    WHERE partition_key IS NOT NULL AND group_id IS NULL;
+CREATE INDEX jobs_group ON jobbuf.jobs (group_id) WHERE group_id IS NOT NULL;
+CREATE INDEX jobs_leased ON jobbuf.jobs (queue, lease_until) WHERE group_id IS NOT NULL;
 
 CREATE TABLE jobbuf.dead (
     id            bigint PRIMARY KEY,

@@ -1,17 +1,26 @@
 -- jobbuf 1.0: inspection (per-queue statistics, worker status).
 
+-- Every job of jobbuf.jobs is in exactly one of: claimed (its group holds a lease), ready (due and
+-- not claimed, or its lease expired: a claim takes it), scheduled (due later). oldest_ready_age
+-- counts from when the oldest ready job became ready: greatest(staged_at, run_at).
 CREATE FUNCTION jobbuf_stats()
 RETURNS TABLE (queue text, target text, paused boolean, ready bigint, scheduled bigint,
                claimed bigint, dead bigint, oldest_ready_age interval, delivered_total bigint,
                failed_total bigint, last_error text, last_delivery_at timestamptz)
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-    WITH waiting AS (
-        SELECT j.queue,
-               count(*) FILTER (WHERE j.run_at <= now() AND (j.group_id IS NULL OR j.lease_until <= now())) AS ready,
-               count(*) FILTER (WHERE j.run_at > now() AND j.group_id IS NULL) AS scheduled,
-               count(*) FILTER (WHERE j.group_id IS NOT NULL AND j.lease_until > now()) AS claimed,
-               min(j.staged_at) FILTER (WHERE j.run_at <= now() AND (j.group_id IS NULL OR j.lease_until <= now())) AS oldest_ready
-        FROM jobbuf.jobs j GROUP BY j.queue
+    WITH classified AS (
+        SELECT j.queue, greatest(j.staged_at, j.run_at) AS ready_since,
+               CASE WHEN j.group_id IS NOT NULL AND j.lease_until > now() THEN 'claimed'
+                    WHEN j.run_at <= now() THEN 'ready'
+                    ELSE 'scheduled' END AS state
+        FROM jobbuf.jobs j
+    ), waiting AS (
+        SELECT c.queue,
+               count(*) FILTER (WHERE c.state = 'ready') AS ready,
+               count(*) FILTER (WHERE c.state = 'scheduled') AS scheduled,
+               count(*) FILTER (WHERE c.state = 'claimed') AS claimed,
+               min(c.ready_since) FILTER (WHERE c.state = 'ready') AS oldest_ready
+        FROM classified c GROUP BY c.queue
     ), dead AS (
         SELECT d.queue, count(*) AS dead FROM jobbuf.dead d GROUP BY d.queue
     )

@@ -1,0 +1,45 @@
+// Postgres regime: what one delivery attempt (a batch of jobs, or one group) tells the worker
+// loop, and the Redis-side context it runs with.
+#pragma once
+#include "pg_includes.h"
+
+#include "latch_io_waiter.h"
+#include "redis/drain_session.h"
+
+struct DrainContext {
+    jobbuf::redis::DrainSession* session;
+    LatchIoWaiter* waiter;
+};
+
+enum class BatchOutcome {
+    Empty,       // nothing ready
+    Partial,     // delivered fewer than a full batch: the queue is drained for now
+    Full,        // delivered a full batch: there may be more
+    Unavailable, // Redis unreachable or failed mid-way: the jobs stay staged
+    Refused,     // Redis refused the unit (OOM, ...): the jobs stay staged
+    Interrupted, // shutdown requested during Redis I/O
+};
+
+struct BatchResult {
+    BatchOutcome outcome;
+    bool reconcile_needed;  // part of a unit may be in Redis: reconcile before the next batch
+    char message[jobbuf::redis::kMessageLen];
+};
+
+inline void set_batch_message(BatchResult* result, const char* text)
+{
+    strlcpy(result->message, text, sizeof(result->message));
+}
+
+inline BatchOutcome outcome_of(jobbuf::redis::SessionReport::Status status)
+{
+    using Status = jobbuf::redis::SessionReport::Status;
+    switch (status) {
+    case Status::Interrupted:
+        return BatchOutcome::Interrupted;
+    case Status::Refused:
+        return BatchOutcome::Refused;
+    default:
+        return BatchOutcome::Unavailable;
+    }
+}

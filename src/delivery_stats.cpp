@@ -1,0 +1,43 @@
+// Postgres regime: per-queue and worker-wide delivery counters (see delivery_stats.h).
+#include "pg_includes.h"
+
+#include "delivery_stats.h"
+#include "shared_state.h"
+#include "worker_transaction.h"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+}
+
+static SPIPlanPtr stats_plan = nullptr;
+
+void record_batch(const char* queue, int64 delivered, int64 failed, const char* error)
+{
+    Datum values[4] = {CStringGetTextDatum(queue), Int64GetDatum(delivered), Int64GetDatum(failed),
+                       error ? CStringGetTextDatum(error) : (Datum) 0};
+    char nulls[4] = {' ', ' ', ' ', static_cast<char>(error ? ' ' : 'n')};
+    if (stats_plan == nullptr) {
+        Oid types[4] = {TEXTOID, INT8OID, INT8OID, TEXTOID};
+        stats_plan = prepare_kept(
+            "UPDATE jobbuf.queue_stats SET"
+            "  delivered_total = delivered_total + $2,"
+            "  failed_total = failed_total + $3,"
+            "  last_delivery_at = CASE WHEN $2 > 0 THEN now() ELSE last_delivery_at END,"
+            "  last_error = coalesce($4, last_error),"
+            "  last_error_at = CASE WHEN $4 IS NULL THEN last_error_at ELSE now() END"
+            " WHERE queue = $1",
+            4, types);
+    }
+    int rc = SPI_execute_plan(stats_plan, values, nulls, false, 0);
+    if (rc != SPI_OK_UPDATE)
+        elog(ERROR, "jobbuf: statistics update failed: %s", SPI_result_code_string(rc));
+}
+
+void publish_batch_counters(int64 delivered)
+{
+    if (jobbuf_shared == nullptr)
+        return;
+    pg_atomic_fetch_add_u64(&jobbuf_shared->batches, 1);
+    pg_atomic_fetch_add_u64(&jobbuf_shared->delivered, delivered);
+}

@@ -1,0 +1,48 @@
+// Postgres regime: marker reconciliation (see reconcile.h).
+#include "pg_includes.h"
+
+#include "reconcile.h"
+#include "worker_transaction.h"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "utils/array.h"
+}
+
+using jobbuf::redis::SessionReport;
+
+static SPIPlanPtr reconcile_plan = nullptr;
+
+SessionReport reconcile_delivered(DrainContext* ctx)
+{
+    const std::int64_t* ids = nullptr;
+    size_t count = 0;
+    SessionReport report = jobbuf::redis::drain_session_read_marker(ctx->session, *ctx->waiter, &ids, &count);
+    if (report.status != SessionReport::Status::Ok || count == 0)
+        return report;
+
+    begin_worker_transaction("jobbuf: reconciling the last delivered batch");
+    if (get_extension_oid("jobbuf", true) == InvalidOid) {
+        abort_worker_transaction();
+        return report;
+    }
+    if (reconcile_plan == nullptr) {
+        Oid types[1] = {INT8ARRAYOID};
+        reconcile_plan = prepare_kept("DELETE FROM jobbuf.jobs WHERE id = ANY ($1) AND group_id IS NULL", 1, types);
+    }
+    auto* datums = static_cast<Datum*>(palloc(sizeof(Datum) * count));
+    for (size_t i = 0; i < count; i++)
+        datums[i] = Int64GetDatum(ids[i]);
+    ArrayType* array = construct_array(datums, static_cast<int>(count), INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+    Datum args[1] = {PointerGetDatum(array)};
+    int rc = SPI_execute_plan(reconcile_plan, args, nullptr, false, 0);
+    if (rc != SPI_OK_DELETE)
+        elog(ERROR, "jobbuf: reconciliation failed: %s", SPI_result_code_string(rc));
+    uint64 deleted = SPI_processed;
+    commit_worker_transaction();
+    if (deleted > 0)
+        ereport(LOG, (errmsg("jobbuf: " UINT64_FORMAT " job(s) were already in Redis when the last batch was interrupted; removed them without pushing again",
+                             deleted)));
+    return report;
+}

@@ -1,0 +1,10 @@
+// Postgres regime: reconciliation, the recovery half of the delivery marker protocol: delete the
+// jobs that the marker names (Redis took them; Postgres did not record it) instead of pushing
+// them again. Run after every (re)connect and after any failed batch.
+#pragma once
+#include "pg_includes.h"
+
+#include "batch_result.h"
+
+// In its own transaction; returns the session's report (Ok when done). Errors propagate.
+jobbuf::redis::SessionReport reconcile_delivered(DrainContext* ctx);

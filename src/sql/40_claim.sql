@@ -1,0 +1,383 @@
+-- jobbuf 1.0: batch consumers. jobbuf_claim hands out groups of ready jobs under a lease;
+-- jobbuf_complete / jobbuf_fail / jobbuf_extend / jobbuf_group act on a group by its id.
+--
+-- The contract in short (see SPEC.md, "Claiming"):
+--  * A job is ready when run_at <= now() and it is not claimed, or its group's lease expired
+--    (group_id IS NULL OR lease_until <= now()). A claim takes up to batch_size ready jobs in id
+--    order (or run_at, id with option order = run_at) with FOR UPDATE SKIP LOCKED, gives them one
+--    new group_id and leases them for `visibility` seconds (default 300). batch_size NULL means
+--    the queue's option batch_size, else 100. Concurrent claimers never get the same job and
+--    never wait for each other.
+--  * The group_id is a fencing token. A group holds its jobs until they carry another group_id:
+--    jobbuf_complete and jobbuf_fail act on the jobs that still carry it (also after the lease
+--    ran out, as long as no claim took them), and return 0 for a group whose jobs were re-claimed.
+--    jobbuf_extend and jobbuf_group are stricter: they need the lease itself (lease_until >
+--    now()); an expired lease cannot be revived, because a revived lease could break the
+--    one-group-per-partition and max_in_flight rules that the claims in between relied on.
+--  * A lease that expires is not a failed attempt: attempts counts jobbuf_fail calls only.
+--  * A claim on a paused queue returns nothing (pause stops consumers as it stops the worker).
+--
+-- Serialization without waiting: the two rules that span several claims (one group in flight
+-- per partition, at most max_in_flight groups per queue) need claimers of the same partition or
+-- queue to take turns. They do so with transaction-level advisory try-locks: a claimer that
+-- finds the lock taken treats the partition (or the queue) as busy — exactly what it is — and
+-- moves on (or returns nothing), as SKIP LOCKED does for rows. Each rule is re-checked in a
+-- statement that starts after the lock is held, so it sees every claim committed before.
+-- The lock keys are (class, hashtext(...)) pairs with jobbuf's own class numbers; a hash collision
+-- only makes a claimer skip a partition for the length of one claim transaction.
+
+-- The queue's row, without locking it (claimers must not queue up on it), or a clear error.
+CREATE FUNCTION jobbuf.known_queue(queue text)
+RETURNS jobbuf.queues LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    q jobbuf.queues;
+BEGIN
+    PERFORM jobbuf.checked_queue_name(queue);
+    SELECT * INTO q FROM jobbuf.queues WHERE name = queue;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'jobbuf: unknown queue %', quote_literal(queue)
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'create it with jobbuf_create_queue(name, target, options)';
+    END IF;
+    RETURN q;
+END $$;
+
+CREATE FUNCTION jobbuf.checked_group_id(group_id uuid)
+RETURNS uuid LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF group_id IS NULL THEN
+        RAISE EXCEPTION 'jobbuf: group_id must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed',
+                  HINT = 'pass the group_id that jobbuf_claim returned with the jobs';
+    END IF;
+    RETURN group_id;
+END $$;
+
+-- ORDER BY list of a claim for the queue's order option, on the relation alias `rel`.
+CREATE FUNCTION jobbuf.claim_order(rel text, by_run_at boolean)
+RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT CASE WHEN by_run_at THEN format('%1$s.run_at, %1$s.id', rel) ELSE format('%s.id', rel) END;
+$$;
+
+-- The statement that claims one group: parameters $1 queue, $2 batch size, $3 partition key
+-- (unused for the unpartitioned jobs), $4 the new group_id, $5 the lease, $6 min_batch,
+-- $7 max_wait. It locks up to $2 unclaimed ready jobs (index jobs_waiting, or
+-- jobs_partition_waiting for one partition) and up to $2 jobs with an expired lease (index
+-- jobs_leased; few), keeps the first $2 of both in queue order, and leases them only if the
+-- min_batch / max_wait gate opens: at least $6 jobs, or the oldest of them ready for $7.
+-- A job's wait for max_wait starts when it became ready: greatest(staged_at, run_at).
+-- Jobs locked but not kept (at most $2) stay locked until the claim's transaction ends; another
+-- claimer skips them meanwhile, which costs it nothing but their place in the order.
+CREATE FUNCTION jobbuf.claim_statement(partitioned boolean, by_run_at boolean)
+RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT format($sql$
+        WITH waiting AS MATERIALIZED (
+            SELECT j.id, j.run_at, j.staged_at FROM jobbuf.jobs j
+            WHERE j.queue = $1 AND j.group_id IS NULL AND j.run_at <= now() AND %1$s
+            ORDER BY %2$s LIMIT $2 FOR UPDATE OF j SKIP LOCKED
+        ), expired AS MATERIALIZED (
+            SELECT j.id, j.run_at, j.staged_at FROM jobbuf.jobs j
+            WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until <= now()
+              AND j.run_at <= now() AND %1$s
+            ORDER BY %2$s LIMIT $2 FOR UPDATE OF j SKIP LOCKED
+        ), picked AS MATERIALIZED (
+            SELECT c.id, c.run_at, c.staged_at
+            FROM (SELECT * FROM waiting UNION ALL SELECT * FROM expired) c
+            ORDER BY %3$s LIMIT $2
+        ), gate AS (
+            SELECT coalesce(count(*) >= $6 OR min(greatest(p.staged_at, p.run_at)) <= now() - $7, false) AS open
+            FROM picked p
+        ), claimed AS (
+            UPDATE jobbuf.jobs j SET group_id = $4, lease_until = now() + $5
+            FROM picked p
+            WHERE j.id = p.id AND (SELECT g.open FROM gate g)
+            RETURNING j.group_id, j.id, j.payload, j.attempts, j.partition_key, j.staged_at, j.run_at
+        )
+        SELECT c.group_id, c.id, c.payload, c.attempts, c.partition_key, c.staged_at
+        FROM claimed c ORDER BY %3$s
+        $sql$,
+        CASE WHEN partitioned THEN 'j.partition_key = $3' ELSE 'j.partition_key IS NULL' END,
+        jobbuf.claim_order('j', by_run_at),
+        jobbuf.claim_order('c', by_run_at));
+$$;
+
+-- The candidates of a claim without partition key, best first: every partition that has a
+-- ready job and no group in flight, ranked by its first ready job in queue order, and the
+-- unpartitioned jobs (partition_key NULL: they form no partition, have no in-flight limit, and
+-- compete by their own first ready job). Partitions are found with a skip scan over
+-- jobs_partition_waiting (one index probe per partition), plus those whose only ready jobs are
+-- expired leases. $1 is the queue.
+CREATE FUNCTION jobbuf.claim_candidates_statement(by_run_at boolean)
+RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT format($sql$
+        WITH RECURSIVE parts (part) AS (
+            (SELECT j.partition_key FROM jobbuf.jobs j
+             WHERE j.queue = $1 AND j.group_id IS NULL AND j.partition_key IS NOT NULL
+             ORDER BY j.partition_key LIMIT 1)
+          UNION ALL
+            SELECT (SELECT j.partition_key FROM jobbuf.jobs j
+                    WHERE j.queue = $1 AND j.group_id IS NULL AND j.partition_key IS NOT NULL
+                      AND j.partition_key > p.part
+                    ORDER BY j.partition_key LIMIT 1)
+            FROM parts p WHERE p.part IS NOT NULL
+        ), heads (part, id, run_at) AS (
+            SELECT p.part, h.id, h.run_at FROM parts p
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.run_at FROM jobbuf.jobs j
+                WHERE j.queue = $1 AND j.group_id IS NULL AND j.partition_key = p.part
+                  AND j.run_at <= now()
+                ORDER BY %1$s LIMIT 1) h
+            WHERE p.part IS NOT NULL
+          UNION ALL
+            SELECT j.partition_key, j.id, j.run_at FROM jobbuf.jobs j
+            WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until <= now()
+              AND j.run_at <= now()
+          UNION ALL
+            (SELECT NULL::text, j.id, j.run_at FROM jobbuf.jobs j
+             WHERE j.queue = $1 AND j.group_id IS NULL AND j.partition_key IS NULL
+               AND j.run_at <= now()
+             ORDER BY %1$s LIMIT 1)
+        ), live AS (
+            SELECT DISTINCT j.partition_key AS part FROM jobbuf.jobs j
+            WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until > now()
+              AND j.partition_key IS NOT NULL
+        ), firsts AS (
+            SELECT DISTINCT ON (h.part) h.part, h.id, h.run_at FROM heads h
+            WHERE h.part IS NULL OR h.part NOT IN (SELECT l.part FROM live l)
+            ORDER BY h.part, %2$s
+        )
+        SELECT f.part FROM firsts f ORDER BY %3$s
+        $sql$,
+        jobbuf.claim_order('j', by_run_at),
+        jobbuf.claim_order('h', by_run_at),
+        jobbuf.claim_order('f', by_run_at));
+$$;
+
+-- True when the partition has a group in flight (a lease that has not expired).
+CREATE FUNCTION jobbuf.partition_in_flight(queue text, part text)
+RETURNS boolean LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT EXISTS (SELECT 1 FROM jobbuf.jobs j
+                   WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until > now()
+                     AND j.partition_key = $2);
+$$;
+
+CREATE FUNCTION jobbuf_claim(queue text, batch_size integer DEFAULT NULL, partition_key text DEFAULT NULL)
+RETURNS TABLE (group_id uuid, id bigint, payload jsonb, attempts integer, partition text,
+               staged_at timestamptz)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    q constant jobbuf.queues := jobbuf.known_queue(queue);
+    wanted_partition constant text := partition_key;
+    batch integer := batch_size;
+    by_run_at boolean;
+    lease interval;
+    min_jobs integer;
+    max_wait_for interval;
+    max_groups integer;
+    new_group uuid;
+    candidate record;
+    part_lock constant integer := 1785684583;   -- advisory lock classes of jobbuf ('jobg', 'jobh')
+    queue_lock constant integer := 1785684584;
+BEGIN
+    IF batch IS NULL THEN
+        batch := coalesce((q.options->>'batch_size')::integer, 100);
+    ELSIF batch < 1 OR batch > 100000 THEN
+        RAISE EXCEPTION 'jobbuf: batch_size must be between 1 and 100000, not %', batch
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'pass NULL to use the queue''s option batch_size (default 100)';
+    END IF;
+    IF q.paused THEN
+        RETURN;
+    END IF;
+    by_run_at := coalesce(q.options->>'order', 'id') = 'run_at';
+    lease := make_interval(secs => coalesce((q.options->>'visibility')::integer, 300));
+    min_jobs := least(coalesce((q.options->>'min_batch')::integer, 1), batch);
+    max_wait_for := make_interval(secs => (q.options->>'max_wait')::float8);
+    max_groups := (q.options->>'max_in_flight')::integer;
+    new_group := gen_random_uuid();
+
+    IF max_groups IS NOT NULL THEN
+        IF NOT pg_try_advisory_xact_lock(queue_lock, hashtext(q.name)) THEN
+            RETURN;  -- another claim of this queue is deciding right now
+        END IF;
+        IF (SELECT count(DISTINCT j.group_id) FROM jobbuf.jobs j
+            WHERE j.queue = q.name AND j.group_id IS NOT NULL AND j.lease_until > now()) >= max_groups THEN
+            RETURN;
+        END IF;
+    END IF;
+
+    IF wanted_partition IS NOT NULL THEN
+        IF NOT pg_try_advisory_xact_lock(part_lock, hashtext(q.name || '/' || wanted_partition))
+           OR jobbuf.partition_in_flight(q.name, wanted_partition) THEN
+            RETURN;
+        END IF;
+        RETURN QUERY EXECUTE jobbuf.claim_statement(true, by_run_at)
+            USING q.name, batch, wanted_partition, new_group, lease, min_jobs, max_wait_for;
+        RETURN;
+    END IF;
+
+    FOR candidate IN EXECUTE jobbuf.claim_candidates_statement(by_run_at) USING q.name LOOP
+        IF candidate.part IS NOT NULL THEN
+            CONTINUE WHEN NOT pg_try_advisory_xact_lock(part_lock, hashtext(q.name || '/' || candidate.part));
+            CONTINUE WHEN jobbuf.partition_in_flight(q.name, candidate.part);
+        END IF;
+        RETURN QUERY EXECUTE jobbuf.claim_statement(candidate.part IS NOT NULL, by_run_at)
+            USING q.name, batch, candidate.part, new_group, lease, min_jobs, max_wait_for;
+        IF FOUND THEN
+            RETURN;
+        END IF;
+    END LOOP;
+END $$;
+
+-- Deletes the group's jobs (all, or those in ids), or moves them to jobbuf.archive when the
+-- queue has archive = true, in one statement. Counts only jobs that still carry group_id.
+CREATE FUNCTION jobbuf_complete(group_id uuid, ids bigint[] DEFAULT NULL)
+RETURNS integer LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    gid constant uuid := jobbuf.checked_group_id(group_id);
+    only_ids constant bigint[] := ids;
+    done integer;
+BEGIN
+    WITH gone AS (
+        DELETE FROM jobbuf.jobs j
+        WHERE j.group_id = gid AND (only_ids IS NULL OR j.id = ANY (only_ids))
+        RETURNING j.id, j.queue, j.payload, j.partition_key, j.unique_key, j.staged_at, j.attempts
+    ), archived AS (
+        INSERT INTO jobbuf.archive (id, queue, payload, partition_key, unique_key, staged_at, attempts)
+        SELECT g.id, g.queue, g.payload, g.partition_key, g.unique_key, g.staged_at, g.attempts
+        FROM gone g JOIN jobbuf.queues q ON q.name = g.queue
+        WHERE coalesce((q.options->>'archive')::boolean, false)
+    )
+    SELECT count(*) INTO done FROM gone;
+    RETURN done;
+END $$;
+
+-- Fails the group's jobs (all, or those in ids) that still carry group_id, in one statement:
+--  * attempts + 1 and last_error = error;
+--  * at max_attempts (default 25) the job moves to jobbuf.dead. Its `errors` holds what is known
+--    without a history column on jobbuf.jobs: the previous error (last_error, its attempt number,
+--    "at" null: its time was not kept) and the final one with its time: [{at, attempt, error}...];
+--  * otherwise the job is released (group_id and lease_until NULL) to run again at
+--    now() + backoff, backoff = least(backoff_max, backoff_base * 2^(attempts - 1)) seconds
+--    (attempts counting this failure; defaults 1 and 3600), times a jitter factor drawn
+--    uniformly from [0.75, 1]: retries of a failed batch spread out, and backoff_max stays
+--    a true maximum;
+--  * unique_key: a released job re-enters jobs_unique_waiting. If another job with the same
+--    (queue, unique_key) is waiting by then (staged after this one was claimed), the waiting job
+--    wins and the failed one is dropped: the waiting job does the same work, which is what a
+--    unique key promises. Of several failed jobs with one key the one with the highest id stays.
+--    A concurrent stager of the key is caught by the index (unique_violation), and the
+--    statement is retried, then seeing the new job.
+-- Returns how many jobs it handled (released, dead-lettered or dropped).
+CREATE FUNCTION jobbuf_fail(group_id uuid, error text, ids bigint[] DEFAULT NULL)
+RETURNS integer LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    gid constant uuid := jobbuf.checked_group_id(group_id);
+    message constant text := error;
+    only_ids constant bigint[] := ids;
+    handled integer;
+    retries integer := 0;
+    violated text;
+BEGIN
+    IF message IS NULL THEN
+        RAISE EXCEPTION 'jobbuf: the error of a failed group must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed',
+                  HINT = 'pass a message saying why the jobs failed; it is kept in last_error';
+    END IF;
+    LOOP
+        BEGIN
+            WITH failing AS MATERIALIZED (
+                SELECT j.id, j.queue, j.unique_key, j.attempts + 1 AS attempt,
+                       j.attempts + 1 >= coalesce((q.options->>'max_attempts')::integer, 25) AS dies,
+                       least(coalesce((q.options->>'backoff_max')::float8, 3600),
+                             coalesce((q.options->>'backoff_base')::float8, 1)
+                             * power(2::float8, least(j.attempts, 60))) AS delay
+                FROM jobbuf.jobs j JOIN jobbuf.queues q ON q.name = j.queue
+                WHERE j.group_id = gid AND (only_ids IS NULL OR j.id = ANY (only_ids))
+                FOR UPDATE OF j
+            ), buried AS (
+                DELETE FROM jobbuf.jobs j USING failing f
+                WHERE j.id = f.id AND f.dies
+                RETURNING j.id, j.queue, j.payload, j.partition_key, j.unique_key, j.staged_at,
+                          f.attempt, j.last_error AS previous_error
+            ), dead_letters AS (
+                INSERT INTO jobbuf.dead (id, queue, payload, partition_key, unique_key, staged_at,
+                                         attempts, last_error, errors)
+                SELECT b.id, b.queue, b.payload, b.partition_key, b.unique_key, b.staged_at,
+                       b.attempt, message,
+                       CASE WHEN b.previous_error IS NULL THEN '[]'::jsonb
+                            ELSE jsonb_build_array(jsonb_build_object(
+                                'at', NULL, 'attempt', b.attempt - 1, 'error', b.previous_error)) END
+                       || jsonb_build_array(jsonb_build_object(
+                                'at', now(), 'attempt', b.attempt, 'error', message))
+                FROM buried b
+            ), superseded AS MATERIALIZED (
+                SELECT f.id FROM failing f
+                WHERE NOT f.dies AND f.unique_key IS NOT NULL
+                  AND (EXISTS (SELECT 1 FROM jobbuf.jobs w
+                               WHERE w.queue = f.queue AND w.unique_key = f.unique_key
+                                 AND w.group_id IS NULL)
+                       OR EXISTS (SELECT 1 FROM failing o
+                                  WHERE NOT o.dies AND o.queue = f.queue
+                                    AND o.unique_key = f.unique_key AND o.id > f.id))
+            ), dropped AS (
+                DELETE FROM jobbuf.jobs j USING superseded s WHERE j.id = s.id
+                RETURNING j.id
+            ), released AS (
+                UPDATE jobbuf.jobs j
+                SET attempts = f.attempt, last_error = message, group_id = NULL, lease_until = NULL,
+                    run_at = now() + make_interval(secs => f.delay * (0.75 + 0.25 * random()))
+                FROM failing f
+                WHERE j.id = f.id AND NOT f.dies AND f.id NOT IN (SELECT s.id FROM superseded s)
+                RETURNING j.id
+            )
+            SELECT (SELECT count(*) FROM buried) + (SELECT count(*) FROM dropped)
+                   + (SELECT count(*) FROM released)
+            INTO handled;
+            RETURN handled;
+        EXCEPTION WHEN unique_violation THEN
+            GET STACKED DIAGNOSTICS violated = CONSTRAINT_NAME;
+            retries := retries + 1;
+            IF violated IS DISTINCT FROM 'jobs_unique_waiting' OR retries > 5 THEN
+                RAISE;
+            END IF;
+            -- A job with the same unique_key was staged concurrently and has committed; the
+            -- next attempt sees it and drops the failed duplicate.
+        END;
+    END LOOP;
+END $$;
+
+-- Heartbeat: extends the group's lease to at least now() + seconds (default: the queue's
+-- visibility). False when the group no longer holds a lease (expired, re-claimed, completed).
+CREATE FUNCTION jobbuf_extend(group_id uuid, seconds integer DEFAULT NULL)
+RETURNS boolean LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    gid constant uuid := jobbuf.checked_group_id(group_id);
+    secs constant integer := seconds;
+BEGIN
+    IF secs IS NOT NULL AND secs < 1 THEN
+        RAISE EXCEPTION 'jobbuf: a lease must be extended by at least 1 second, not %', secs
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'pass NULL to extend by the queue''s option visibility (default 300)';
+    END IF;
+    UPDATE jobbuf.jobs j
+    SET lease_until = greatest(j.lease_until,
+        now() + make_interval(secs => coalesce(secs, (q.options->>'visibility')::integer, 300)))
+    FROM jobbuf.queues q
+    WHERE q.name = j.queue AND j.group_id = gid AND j.lease_until > now();
+    RETURN FOUND;
+END $$;
+
+-- The jobs of a group that still holds its lease, in id order (empty for an unknown, expired,
+-- re-claimed or finished group).
+CREATE FUNCTION jobbuf_group(group_id uuid)
+RETURNS TABLE (id bigint, payload jsonb, attempts integer)
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    gid constant uuid := jobbuf.checked_group_id(group_id);
+BEGIN
+    RETURN QUERY
+        SELECT j.id, j.payload, j.attempts FROM jobbuf.jobs j
+        WHERE j.group_id = gid AND j.lease_until > now()
+        ORDER BY j.id;
+END $$;

@@ -1,0 +1,87 @@
+-- jobbuf 1.0: dead letters and the archive: retry or purge dead jobs, purge completed ones.
+
+-- Raises "unknown queue" unless the queue exists or still has rows in `tbl` (dead letters and
+-- archived jobs outlive a dropped queue and must stay purgeable).
+CREATE FUNCTION jobbuf.check_purgeable(queue text, tbl regclass, older_than interval)
+RETURNS void LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    leftovers boolean;
+BEGIN
+    PERFORM jobbuf.checked_queue_name(queue);
+    IF older_than < interval '0' THEN
+        RAISE EXCEPTION 'jobbuf: older_than must not be negative, not %', older_than
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'pass NULL to purge every row of the queue';
+    END IF;
+    IF EXISTS (SELECT 1 FROM jobbuf.queues q WHERE q.name = queue) THEN
+        RETURN;
+    END IF;
+    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s t WHERE t.queue = $1)', tbl) INTO leftovers USING queue;
+    IF NOT leftovers THEN
+        RAISE EXCEPTION 'jobbuf: unknown queue %', quote_literal(queue)
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'no such queue, and no rows of it are left in ' || tbl::text;
+    END IF;
+END $$;
+
+-- Moves dead jobs of the queue (all, or those in ids) back to jobbuf.jobs with the same id,
+-- attempts 0, run_at now() and their last error; returns how many moved. The move goes through
+-- the staging trigger (validation, worker wake-up) and through jobs_unique_waiting: a dead job
+-- whose unique_key is held by a waiting job stays dead (the waiting job does the same work), and
+-- of several dead jobs with one key only the one with the highest id moves.
+CREATE FUNCTION jobbuf_retry_dead(queue text, ids bigint[] DEFAULT NULL)
+RETURNS integer LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    q constant jobbuf.queues := jobbuf.known_queue(queue);
+    only_ids constant bigint[] := ids;
+    moved integer;
+BEGIN
+    WITH picked AS MATERIALIZED (
+        SELECT d.* FROM jobbuf.dead d
+        WHERE d.queue = q.name AND (only_ids IS NULL OR d.id = ANY (only_ids))
+        ORDER BY d.id DESC
+        FOR UPDATE
+    ), revived AS (
+        INSERT INTO jobbuf.jobs AS j (id, queue, payload, run_at, unique_key, partition_key,
+                                      staged_at, attempts, last_error)
+        SELECT p.id, p.queue, p.payload, now(), p.unique_key, p.partition_key, p.staged_at, 0,
+               p.last_error
+        FROM picked p ORDER BY p.id DESC
+        ON CONFLICT DO NOTHING
+        RETURNING j.id
+    ), removed AS (
+        DELETE FROM jobbuf.dead d USING revived r WHERE d.id = r.id RETURNING d.id
+    )
+    SELECT count(*) INTO moved FROM removed;
+    RETURN moved;
+END $$;
+
+-- Deletes dead jobs of the queue that died more than older_than ago (NULL: all of them).
+CREATE FUNCTION jobbuf_purge_dead(queue text, older_than interval DEFAULT NULL)
+RETURNS integer LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    qname constant text := queue;
+    cutoff constant interval := older_than;
+    purged integer;
+BEGIN
+    PERFORM jobbuf.check_purgeable(qname, 'jobbuf.dead', cutoff);
+    DELETE FROM jobbuf.dead d
+    WHERE d.queue = qname AND (cutoff IS NULL OR d.died_at < now() - cutoff);
+    GET DIAGNOSTICS purged = ROW_COUNT;
+    RETURN purged;
+END $$;
+
+-- Deletes archived jobs of the queue completed more than older_than ago (NULL: all of them).
+CREATE FUNCTION jobbuf_purge_archive(queue text, older_than interval)
+RETURNS integer LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    qname constant text := queue;
+    cutoff constant interval := older_than;
+    purged integer;
+BEGIN
+    PERFORM jobbuf.check_purgeable(qname, 'jobbuf.archive', cutoff);
+    DELETE FROM jobbuf.archive a
+    WHERE a.queue = qname AND (cutoff IS NULL OR a.completed_at < now() - cutoff);
+    GET DIAGNOSTICS purged = ROW_COUNT;
+    RETURN purged;
+END $$;

@@ -1,0 +1,54 @@
+// Postgres regime: transaction brackets and plan preparation for the drain worker.
+#include "pg_includes.h"
+
+#include "worker_transaction.h"
+
+extern "C" {
+#include "access/xact.h"
+#include "pgstat.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+}
+
+SPIPlanPtr prepare_kept(const char* sql, int nargs, Oid* types)
+{
+    SPIPlanPtr plan = SPI_prepare(sql, nargs, types);
+    if (plan == nullptr)
+        elog(ERROR, "jobbuf: could not prepare a worker statement: %s", SPI_result_code_string(SPI_result));
+    SPI_keepplan(plan);
+    return plan;
+}
+
+void begin_worker_transaction(const char* activity)
+{
+    SetCurrentStatementStartTimestamp();
+    StartTransactionCommand();
+    if (SPI_connect() != SPI_OK_CONNECT)
+        elog(ERROR, "jobbuf: SPI_connect failed");
+    PushActiveSnapshot(GetTransactionSnapshot());
+    pgstat_report_activity(STATE_RUNNING, activity);
+}
+
+void commit_worker_transaction(void)
+{
+    SPI_finish();
+    PopActiveSnapshot();
+    CommitTransactionCommand();
+    pgstat_report_stat(false);  // lets autovacuum see the worker's deletes
+    pgstat_report_activity(STATE_IDLE, nullptr);
+}
+
+void abort_worker_transaction(void)
+{
+    SPI_finish();
+    PopActiveSnapshot();
+    AbortCurrentTransaction();
+    pgstat_report_activity(STATE_IDLE, nullptr);
+}
+
+double now_epoch_seconds(void)
+{
+    TimestampTz now = GetCurrentTimestamp();
+    return static_cast<double>(now) / USECS_PER_SEC +
+           static_cast<double>(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY;
+}
