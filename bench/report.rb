@@ -1,0 +1,91 @@
+# Prints the benchmark summary table from the key=value results file written by bench/run.sh.
+# One row per figure: jobbuf's value, the comparison and its value, their ratio, the issue's
+# target and whether it is met. Figures whose phase did not run are left out.
+#
+#   ruby bench/report.rb RESULTS_FILE "settings line"
+r = {}
+File.foreach(ARGV[0]) do |l|
+  k, v = l.chomp.split("=", 2)
+  r[k] = v if k && v
+end
+settings = ARGV[1] || ""
+
+def num(v) = v.nil? || v == "" ? nil : Float(v)
+
+def fmt(v, digits = nil)
+  return "-" if v.nil?
+  return v if v.is_a?(String)
+  return format("%.#{digits}f", v) if digits
+  v >= 100 ? v.round.to_s.reverse.scan(/\d{1,3}/).join(",").reverse : format("%.2f", v)
+end
+
+rows = []
+add = lambda do |figure, jobbuf, cmp_name, cmp, ratio, target, met|
+  rows << [figure, fmt(jobbuf), cmp_name, fmt(cmp), ratio ? format("%.2f", ratio) : "-", target,
+           met.nil? ? "-" : (met ? "yes" : "NO")]
+end
+
+%w[list sidekiq].each do |t|
+  j = num(r["drain_#{t}_jobbuf"])
+  next unless j
+  c, e = num(r["drain_#{t}_ceiling"]), num(r["drain_#{t}_external"])
+  add.("drain #{t} (jobs/s)", j, "SQL-only DELETE..RETURNING", c, j / c, "jobbuf/ceiling >= 0.90", j / c >= 0.90)
+  add.("drain #{t} (jobs/s)", j, "external Ruby enqueuer", e, j / e, "jobbuf/external >= 2.5", j / e >= 2.5)
+end
+[["one", "stage 1 job/tx (tps)", "plain INSERT", 1.15], ["batch", "stage 100 jobs/tx (tps)", "multi-row INSERT of 100", 1.20]].each do |form, label, cmp, limit|
+  j, p = num(r["stage_#{form}_jobbuf"]), num(r["stage_#{form}_plain"])
+  next unless j
+  add.(label, j, cmp, p, p / j, "cost plain/jobbuf <= #{limit}", p / j <= limit)
+end
+if num(r["lat_idle_p50"])
+  add.("latency idle p50 (ms)", num(r["lat_idle_p50"]), "target", 1.0, num(r["lat_idle_p50"]) / 1.0, "<= 1 ms", num(r["lat_idle_p50"]) <= 1.0)
+  add.("latency idle p99 (ms)", num(r["lat_idle_p99"]), "target", 5.0, num(r["lat_idle_p99"]) / 5.0, "<= 5 ms", num(r["lat_idle_p99"]) <= 5.0)
+  add.("latency idle max (ms)", num(r["lat_idle_max"]), "", nil, nil, "", nil)
+  [2000, 5000].each do |rate|
+    next unless num(r["lat_#{rate}_p50"])
+    tps = r["lat_#{rate}_tps"]
+    add.("latency @#{rate}/s p50 (ms)", num(r["lat_#{rate}_p50"]), "(bg achieved #{tps}/s)", nil, nil, "", nil)
+    if rate == 5000
+      add.("latency @#{rate}/s p99 (ms)", num(r["lat_#{rate}_p99"]), "target", 20.0, num(r["lat_#{rate}_p99"]) / 20.0, "<= 20 ms", num(r["lat_#{rate}_p99"]) <= 20.0)
+    else
+      add.("latency @#{rate}/s p99 (ms)", num(r["lat_#{rate}_p99"]), "", nil, nil, "", nil)
+    end
+    add.("latency @#{rate}/s max (ms)", num(r["lat_#{rate}_max"]), "", nil, nil, "", nil)
+  end
+end
+if num(r["sustain_normal_rate"])
+  rate = r["sustain_rate"]
+  %w[normal held].each do |l|
+    next unless num(r["sustain_#{l}_rate"])
+    tag = l == "normal" ? "sustained" : "held txn"
+    d, o = num(r["sustain_#{l}_rate"]), num(r["sustain_#{l}_offered"])
+    add.("#{tag}: delivered (jobs/s)", d, "offered (target #{rate}/s)", o, d / o, "keeps up (info)", nil)
+    v = r["sustain_#{l}_size_verdict"].to_s.tr("_", " ")
+    a, b = num(r["sustain_#{l}_size_first"]) / 1024, num(r["sustain_#{l}_size_second"]) / 1024
+    add.("#{tag}: jobs size kB, max 2nd half", b, "max 1st half", a, a > 0 ? b / a : nil, "bounded: #{v}", l == "normal" ? v == "levels off" : nil)
+    v = r["sustain_#{l}_dead_verdict"].to_s.tr("_", " ")
+    a, b = num(r["sustain_#{l}_dead_first"]), num(r["sustain_#{l}_dead_second"])
+    add.("#{tag}: n_dead_tup, max 2nd half", b, "max 1st half", a, a > 0 ? b / a : nil, "bounded: #{v}", l == "normal" ? v == "levels off" : nil)
+    v = r["sustain_#{l}_anon_verdict"].to_s.tr("_", " ")
+    a, b = num(r["sustain_#{l}_anon_first"]), num(r["sustain_#{l}_anon_second"])
+    add.("#{tag}: worker RssAnon kB, 2nd half", b, "max 1st half", a, a > 0 ? b / a : nil, "flat: #{v}", v == "levels off")
+    a, b = num(r["sustain_#{l}_rss_first"]), num(r["sustain_#{l}_rss_second"])
+    add.("#{tag}: worker VmRSS kB, 2nd half", b, "max 1st half", a, a > 0 ? b / a : nil, "(incl. shared buffers)", nil)
+    add.("#{tag}: latency p50 / p99 (ms)", "#{fmt(num(r["sustain_#{l}_p50"]))} / #{fmt(num(r["sustain_#{l}_p99"]))}", "max", num(r["sustain_#{l}_max"]), nil, "", nil)
+  end
+  if num(r["sustain_held_rate"])
+    h, n = num(r["sustain_held_rate"]), num(r["sustain_normal_rate"])
+    add.("held txn vs normal: throughput", h, "normal run (jobs/s)", n, h / n, "held/normal >= 0.50", h / n >= 0.50)
+    hb, nb = num(r["sustain_held_max_bytes"]) / 1024, num(r["sustain_normal_max_bytes"]) / 1024
+    add.("held txn vs normal: max size kB", hb, "normal run", nb, hb / nb, "(info)", nil)
+    add.("held txn: backlog left at end (~rows)", num(r["sustain_held_end_live"]), "catch-up after release (s)", num(r["sustain_held_catchup_s"]), nil, "(info)", nil)
+  end
+end
+
+headers = ["figure", "jobbuf", "comparison", "value", "ratio", "target", "met"]
+widths = headers.each_index.map { |i| ([headers[i]] + rows.map { |x| x[i].to_s }).map(&:length).max }
+line = ->(cells) { cells.each_with_index.map { |c, i| i == 0 || i == 2 || i == 5 ? c.to_s.ljust(widths[i]) : c.to_s.rjust(widths[i]) }.join(" | ") }
+puts "jobbuf benchmark (#{settings})"
+puts line.(headers)
+puts widths.map { |w| "-" * w }.join("-+-")
+rows.each { |x| puts line.(x) }

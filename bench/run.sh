@@ -1,0 +1,327 @@
+#!/usr/bin/env bash
+# jobbuf benchmark driver (`make bench`). Starts a private Postgres cluster with the jobbuf worker
+# and a private redis-server (test/harness/servers.sh, free loopback ports), runs every
+# measurement, prints the raw figures as it goes and ONE summary table at the end, and stops
+# everything on exit, whatever the outcome. Method and how to read the table: bench/README.md.
+#
+# Environment (defaults in brackets):
+#   BENCH_JOBS [1000000]           pre-staged jobs per drain measurement (200000 for a quick run)
+#   BENCH_BATCH [1000]             jobbuf.batch_size, the SQL ceiling's and the enqueuer's batch
+#   BENCH_STAGE_SECONDS [10]       each pgbench run of the staging cost
+#   BENCH_STAGE_ROUNDS [2]         rounds of (plain, jobbuf, jobbuf, plain); figures are means
+#   BENCH_LAT_SECONDS [10]         each latency scenario (idle, 2000/s, 5000/s)
+#   BENCH_SUSTAIN_SECONDS [60]     each sustained run (normal, then with a held transaction; 600 for the full run)
+#   BENCH_SUSTAIN_RATE []          jobs/s offered in the sustained runs [70% of the measured list drain rate]
+#   BENCH_FSYNC [off]              fsync of the benchmark cluster (synchronous_commit is always on)
+#   BENCH_PHASES [drain staging latency sustain]   a subset to run; add "profile" for a perf profile
+#   BENCH_BUILD [1]                0: skip `make && make install` (use the installed extension)
+set -Eeuo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+BENCH_JOBS=${BENCH_JOBS:-1000000}
+BENCH_BATCH=${BENCH_BATCH:-1000}
+BENCH_STAGE_SECONDS=${BENCH_STAGE_SECONDS:-10}
+BENCH_STAGE_ROUNDS=${BENCH_STAGE_ROUNDS:-2}
+BENCH_LAT_SECONDS=${BENCH_LAT_SECONDS:-10}
+BENCH_SUSTAIN_SECONDS=${BENCH_SUSTAIN_SECONDS:-60}
+BENCH_SUSTAIN_RATE=${BENCH_SUSTAIN_RATE:-}
+BENCH_FSYNC=${BENCH_FSYNC:-off}
+BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain}
+BENCH_BUILD=${BENCH_BUILD:-1}
+
+say() { printf '\n== %s  [%s]\n' "$*" "$(date +%T)"; }
+fail() { printf '\nbench: FAILED: %s\n' "$*" >&2; exit 1; }
+has_phase() { [[ " $BENCH_PHASES " == *" $1 "* ]]; }
+
+for tool in pgbench psql redis-server redis-cli ruby gcc; do
+  command -v "$tool" >/dev/null || fail "$tool is not installed (run: bash scripts/install-deps.sh)"
+done
+ruby -e 'require "pg"; require "redis"' 2>/dev/null || fail "ruby-pg and ruby-redis are needed (bash scripts/install-deps.sh)"
+
+# Background processes this script starts; stopped (by pid) before the servers on any exit.
+BG_PIDS=()
+HELD_FD_OPEN=0
+bench_cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  if [ "$HELD_FD_OPEN" = 1 ]; then exec 9>&- || true; fi
+  for pid in "${BG_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${BG_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  if [ $status -ne 0 ] && [ -f "${JB_RUN:-/nonexistent}/postgres.log" ]; then
+    echo "bench: last lines of the Postgres log:" >&2
+    tail -n 15 "$JB_RUN/postgres.log" >&2
+  fi
+  jb_stop_all 2>/dev/null || true
+  [ $status -eq 0 ] || echo "bench: exited with status $status; servers stopped" >&2
+  exit $status
+}
+trap 'fail "line $LINENO: $BASH_COMMAND"' ERR
+
+say "machine"
+echo "uptime: $(uptime)"
+echo "cpus: $(nproc); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+echo "other processes using CPU now (other engineers' test runs load this machine too):"
+ps -eo pcpu=,comm= --sort=-pcpu | head -5 | sed 's/^/  /'
+
+if [ "$BENCH_BUILD" = 1 ]; then
+  say "build and install jobbuf"
+  make -s >/dev/null && make -s install >/dev/null || fail "make / make install failed"
+fi
+
+# --- servers ---------------------------------------------------------------------------------
+source "$ROOT/test/harness/servers.sh"
+jb_init_run_dir
+trap bench_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+PG_CONF="# jobbuf benchmark settings (bench/run.sh)
+shared_buffers = 1GB
+work_mem = 16MB
+maintenance_work_mem = 256MB
+fsync = $BENCH_FSYNC
+synchronous_commit = on
+full_page_writes = on
+wal_buffers = 16MB
+max_wal_size = 8GB
+checkpoint_timeout = 30min
+max_connections = 50
+jobbuf.batch_size = $BENCH_BATCH
+log_min_messages = warning
+log_autovacuum_min_duration = 0"
+say "start private redis-server and Postgres"
+jb_start_redis >/dev/null || fail "redis-server did not start"
+jb_start_postgres "$PG_CONF" || fail "Postgres did not start (log: $JB_RUN/postgres.log)"
+export PGHOST=$JB_PGHOST PGPORT=$JB_PGPORT PGUSER=postgres PGDATABASE=$JB_DB REDIS_PORT=$JB_REDIS_PORT
+echo "run dir $JB_RUN; Postgres $(jb_sql 'SHOW server_version') on port $JB_PGPORT; redis $(redis-server --version | awk '{print $3}') on port $JB_REDIS_PORT"
+echo "cluster: $(jb_sql "SELECT string_agg(name || '=' || setting || coalesce(unit, ''), ', ' ORDER BY name) FROM pg_settings WHERE name IN ('shared_buffers', 'fsync', 'synchronous_commit', 'max_wal_size', 'autovacuum', 'autovacuum_naptime', 'autovacuum_vacuum_scale_factor', 'jobbuf.batch_size', 'jobbuf.poll_interval')")"
+jb_psql -q -f bench/sql/setup.sql >/dev/null || fail "loading bench/sql/setup.sql"
+
+LATENCY_PROBE=$JB_RUN/latency_probe
+gcc -O2 -Wall -o "$LATENCY_PROBE" bench/latency_probe.c -I"$(pg_config --includedir)" -lpq -lhiredis \
+  || fail "compiling bench/latency_probe.c (needs libpq-dev and libhiredis-dev)"
+
+jb_wait_until '[ -n "$(jb_sql "SELECT pid FROM jobbuf_worker_status() WHERE running")" ]' 30 \
+  || fail "the jobbuf drain worker did not start"
+WORKER_PID=$(jb_sql "SELECT pid FROM jobbuf_worker_status()")
+echo "jobbuf drain worker: pid $WORKER_PID ($(cat /proc/$WORKER_PID/comm 2>/dev/null || echo '?'))"
+
+RESULTS=$JB_RUN/results
+: >"$RESULTS"
+result() { echo "$1=$2" >>"$RESULTS"; }
+div() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print 0; else printf "%.1f", a / b }'; }
+
+worker_enabled() {
+  jb_sql "ALTER SYSTEM SET jobbuf.enabled = $1" >/dev/null
+  jb_sql "SELECT pg_reload_conf()" >/dev/null
+  sleep 0.3
+}
+
+settle() {  # a clean starting point: statistics, hint bits and visibility map set, WAL flushed
+  jb_sql "VACUUM (ANALYZE) $1" >/dev/null
+  jb_sql "CHECKPOINT" >/dev/null
+}
+
+# prestage TABLE QUEUE COUNT: COUNT jobs of the benchmark payload in one transaction.
+prestage() {
+  jb_sql "INSERT INTO $1 (queue, payload) SELECT '$2', bench.payload(g) FROM generate_series(1, $3) g" >/dev/null
+  settle "$1"
+}
+
+wait_queue_empty() {  # wait_queue_empty QUEUE TIMEOUT
+  jb_wait_until "[ \"\$(jb_sql \"SELECT count(*) FROM jobbuf.jobs WHERE queue = '$1'\")\" = 0 ]" "$2"
+}
+
+# --- 1. drain throughput ---------------------------------------------------------------------
+phase_drain() {
+  local target queue key ext_key n s n_redis out
+  for target in list sidekiq; do
+    if [ $target = list ]; then queue=bench_list; key=jobbuf:bench_list; ext_key=ext:bench_list
+    else queue=bench_sq; key=queue:bench_sq; ext_key=queue:bench_sq; fi
+
+    say "drain $target: SQL-only ceiling ($BENCH_JOBS jobs, batches of $BENCH_BATCH)"
+    worker_enabled off
+    prestage jobbuf.jobs $queue "$BENCH_JOBS"
+    out=$(ruby bench/drain_timer.rb ceiling $queue $target "$BENCH_BATCH") || fail "SQL ceiling ($target)"
+    read -r n s <<<"$out"
+    [ "$n" = "$BENCH_JOBS" ] || fail "SQL ceiling drained $n of $BENCH_JOBS jobs"
+    echo "$n jobs in ${s}s: $(div "$n" "$s") jobs/s"
+    result drain_${target}_ceiling "$(div "$n" "$s")"
+
+    say "drain $target: jobbuf worker ($BENCH_JOBS jobs)"
+    prestage jobbuf.jobs $queue "$BENCH_JOBS"
+    jb_redis del "$key" >/dev/null
+    out=$(ruby bench/drain_timer.rb jobbuf "$key" "$BENCH_JOBS" 900) || fail "jobbuf drain ($target)"
+    read -r n s <<<"$out"
+    wait_queue_empty $queue 30 || fail "jobbuf.jobs still holds jobs of $queue after the drain"
+    echo "$n jobs in ${s}s: $(div "$n" "$s") jobs/s (worker: $(jb_sql "SELECT batches || ' batches, ' || delivered || ' delivered' FROM jobbuf_worker_status()"))"
+    result drain_${target}_jobbuf "$(div "$n" "$s")"
+    jb_redis unlink "$key" >/dev/null
+
+    say "drain $target: external Ruby enqueuer ($BENCH_JOBS jobs)"
+    prestage bench.staged_jobs $queue "$BENCH_JOBS"
+    jb_redis del "$ext_key" >/dev/null
+    out=$(ruby bench/external_enqueuer.rb $target $queue "$BENCH_BATCH") || fail "external enqueuer ($target)"
+    read -r n s <<<"$out"
+    n_redis=$(jb_redis llen "$ext_key")
+    [ "$n" = "$BENCH_JOBS" ] && [ "$n_redis" = "$BENCH_JOBS" ] || fail "external enqueuer moved $n jobs, Redis has $n_redis"
+    echo "$n jobs in ${s}s: $(div "$n" "$s") jobs/s"
+    result drain_${target}_external "$(div "$n" "$s")"
+    jb_redis unlink "$ext_key" >/dev/null
+  done
+  worker_enabled on
+}
+
+# --- 2. staging cost -------------------------------------------------------------------------
+pgbench_tps() {  # pgbench_tps SCRIPT [pgbench options]: prints tps (excluding connection time)
+  local script=$1 out; shift
+  out=$(pgbench -n -M prepared -c 8 -j 2 -T "$BENCH_STAGE_SECONDS" "$@" -f "$script" 2>&1) \
+    || { echo "$out" >&2; fail "pgbench $script"; }
+  echo "$out" | awk '/^tps = / { printf "%.1f\n", $3; exit }'
+}
+
+staging_reset() {
+  jb_sql "TRUNCATE bench.plain_jobs" >/dev/null
+  wait_queue_empty bench_stage 60 || fail "the worker did not drain bench_stage"
+  jb_redis unlink jobbuf:bench_stage >/dev/null
+  settle jobbuf.jobs
+  settle bench.plain_jobs
+}
+
+phase_staging() {
+  worker_enabled on
+  local form plain_script jobbuf_script r order side tps
+  for form in one batch; do
+    plain_script=bench/pgbench/insert_$form.sql
+    jobbuf_script=bench/pgbench/stage_$form.sql
+    local plain_sum=0 jobbuf_sum=0
+    for r in $(seq 1 "$BENCH_STAGE_ROUNDS"); do
+      for side in plain jobbuf jobbuf plain; do
+        staging_reset
+        if [ $side = plain ]; then tps=$(pgbench_tps $plain_script); plain_sum=$(awk -v a=$plain_sum -v b=$tps 'BEGIN{print a+b}')
+        else tps=$(pgbench_tps $jobbuf_script); jobbuf_sum=$(awk -v a=$jobbuf_sum -v b=$tps 'BEGIN{print a+b}'); fi
+        echo "staging $form, round $r, $side: $tps tps"
+      done
+    done
+    result stage_${form}_plain "$(div "$plain_sum" $((2 * BENCH_STAGE_ROUNDS)))"
+    result stage_${form}_jobbuf "$(div "$jobbuf_sum" $((2 * BENCH_STAGE_ROUNDS)))"
+  done
+  staging_reset
+}
+
+# --- 3. commit-to-Redis latency --------------------------------------------------------------
+phase_latency() {
+  worker_enabled on
+  local rate out n p50 p99 max pgb_out pgb_pid tps
+  say "latency: idle server (${BENCH_LAT_SECONDS}s, one single-job transaction every 2 ms)"
+  out=$("$LATENCY_PROBE" bench_lat jobbuf:bench_lat "$JB_REDIS_PORT" --seconds "$BENCH_LAT_SECONDS" --interval-ms 2) || fail "latency probe (idle)"
+  read -r n p50 p99 max <<<"$out"
+  echo "$n samples: p50 ${p50} ms, p99 ${p99} ms, max ${max} ms"
+  result lat_idle_p50 "$p50"; result lat_idle_p99 "$p99"; result lat_idle_max "$max"; result lat_idle_n "$n"
+  for rate in 2000 5000; do
+    say "latency: under $rate commits/s of background staging (pgbench --rate, 4 clients)"
+    pgb_out=$JB_RUN/pgbench_bg_$rate.out
+    pgbench -n -M prepared -c 4 -j 2 -R "$rate" -T $((BENCH_LAT_SECONDS + 4)) -f bench/pgbench/bg_stage.sql >"$pgb_out" 2>&1 &
+    pgb_pid=$!; BG_PIDS+=("$pgb_pid")
+    sleep 2
+    out=$("$LATENCY_PROBE" bench_lat jobbuf:bench_lat "$JB_REDIS_PORT" --seconds "$BENCH_LAT_SECONDS" --interval-ms 2) || fail "latency probe ($rate/s)"
+    read -r n p50 p99 max <<<"$out"
+    wait "$pgb_pid" || { cat "$pgb_out" >&2; fail "background pgbench at $rate/s"; }
+    tps=$(awk '/^tps = / { printf "%.0f\n", $3; exit }' "$pgb_out")
+    echo "$n samples: p50 ${p50} ms, p99 ${p99} ms, max ${max} ms (background achieved $tps commits/s)"
+    result lat_${rate}_p50 "$p50"; result lat_${rate}_p99 "$p99"; result lat_${rate}_max "$max"; result lat_${rate}_tps "$tps"
+    wait_queue_empty bench_bg 60 || true
+    jb_redis unlink jobbuf:bench_bg >/dev/null
+  done
+}
+
+# --- 4. sustained load -----------------------------------------------------------------------
+sustain_run() {  # sustain_run LABEL RATE
+  local label=$1 rate=$2 latfile=$JB_RUN/latency_$1.txt pgb_out=$JB_RUN/pgbench_$1.out
+  local tx_rate lat_pid pgb_pid line tps
+  tx_rate=$(awk -v r="$rate" 'BEGIN { printf "%.0f", r / 100 }')
+  : >"$latfile"
+  "$LATENCY_PROBE" bench_lat jobbuf:bench_lat "$JB_REDIS_PORT" --seconds "$BENCH_SUSTAIN_SECONDS" --interval-ms 20 --out "$latfile" >/dev/null &
+  lat_pid=$!; BG_PIDS+=("$lat_pid")
+  pgbench -n -M prepared -c 2 -j 2 -R "$tx_rate" -T "$BENCH_SUSTAIN_SECONDS" -f bench/pgbench/sustain_batch.sql >"$pgb_out" 2>&1 &
+  pgb_pid=$!; BG_PIDS+=("$pgb_pid")
+  ruby bench/sustain_sampler.rb "$label" "$BENCH_SUSTAIN_SECONDS" 5 "$WORKER_PID" "$latfile" jobbuf:bench_bg | tee "$JB_RUN/sustain_$label.out"
+  wait "$pgb_pid" || { cat "$pgb_out" >&2; fail "sustained pgbench ($label)"; }
+  wait "$lat_pid" || fail "latency probe ($label)"
+  tps=$(awk '/^tps = / { printf "%.1f\n", $3; exit }' "$pgb_out")
+  echo "$label: offered $rate jobs/s ($tx_rate transactions/s of 100 jobs); pgbench achieved $(div "$(awk -v t="$tps" 'BEGIN{print t*100}')" 1) jobs/s"
+  result sustain_${label}_offered "$(awk -v t="$tps" 'BEGIN{printf "%.1f", t*100}')"
+  line=$(grep '^RESULT ' "$JB_RUN/sustain_$label.out" | sed 's/^RESULT //')
+  for kv in $line; do echo "sustain_$kv" >>"$RESULTS"; done
+}
+
+phase_sustain() {
+  worker_enabled on
+  local rate=$BENCH_SUSTAIN_RATE max
+  if [ -z "$rate" ]; then
+    max=$(awk -F= '$1 == "drain_list_jobbuf" { print $2 }' "$RESULTS")
+    [ -n "$max" ] || fail "BENCH_SUSTAIN_RATE is needed when the drain phase does not run"
+    rate=$(awk -v m="$max" 'BEGIN { printf "%.0f", 0.7 * m }')
+  fi
+  result sustain_rate "$rate"
+  say "sustained load: $rate jobs/s (100 per transaction) for ${BENCH_SUSTAIN_SECONDS}s, samples every 5 s"
+  settle jobbuf.jobs
+  sustain_run normal "$rate"
+  wait_queue_empty bench_bg 120 || echo "(backlog not drained after 120 s)"
+  jb_redis unlink jobbuf:bench_bg >/dev/null
+  settle jobbuf.jobs
+
+  say "sustained load with a transaction held open (REPEATABLE READ, idle in transaction) for the whole run"
+  local fifo=$JB_RUN/held.fifo held_pid
+  mkfifo "$fifo"
+  psql -X -q -v ON_ERROR_STOP=1 <"$fifo" >"$JB_RUN/held.out" 2>&1 &
+  held_pid=$!; BG_PIDS+=("$held_pid")
+  exec 9>"$fifo"; HELD_FD_OPEN=1
+  echo "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT 1;" >&9
+  jb_wait_until "[ \"\$(jb_sql \"SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'\")\" -ge 1 ]" 10 \
+    || fail "the held transaction did not start"
+  sustain_run held "$rate"
+  echo "COMMIT;" >&9
+  exec 9>&-; HELD_FD_OPEN=0
+  wait "$held_pid" || true
+  local t0=$SECONDS
+  if wait_queue_empty bench_bg 300; then echo "backlog drained $((SECONDS - t0)) s after the held transaction ended"
+  else echo "backlog not drained 300 s after the held transaction ended"; fi
+  result sustain_held_catchup_s "$((SECONDS - t0))"
+  jb_redis unlink jobbuf:bench_bg >/dev/null
+}
+
+# --- optional: perf profile of the worker during a drain --------------------------------------
+phase_profile() {
+  command -v perf >/dev/null && perf stat -e instructions true >/dev/null 2>&1 \
+    || { echo "perf is not usable here (apt-get install linux-perf; kernel.perf_event_paranoid)"; return 0; }
+  local target queue key perf_pid
+  for target in list sidekiq; do
+    if [ $target = list ]; then queue=bench_list; key=jobbuf:bench_list; else queue=bench_sq; key=queue:bench_sq; fi
+    say "profile: perf record -g -p $WORKER_PID while the worker drains $BENCH_JOBS $target jobs"
+    worker_enabled off
+    prestage jobbuf.jobs $queue "$BENCH_JOBS"
+    jb_redis del "$key" >/dev/null
+    perf record -F 999 -g -p "$WORKER_PID" -o "$JB_RUN/perf_$target.data" >/dev/null 2>&1 &
+    perf_pid=$!; BG_PIDS+=("$perf_pid")
+    sleep 0.5
+    ruby bench/drain_timer.rb jobbuf "$key" "$BENCH_JOBS" 900
+    kill -INT "$perf_pid"; wait "$perf_pid" || true
+    perf report -i "$JB_RUN/perf_$target.data" --stdio --no-children --sort dso 2>/dev/null | grep -v '^#' | grep -v '^$' | head -12
+    perf report -i "$JB_RUN/perf_$target.data" --stdio --no-children -g none --percent-limit 0.7 2>/dev/null | grep -v '^#' | grep -v '^$' | head -45
+    [ -n "${BENCH_PERF_KEEP:-}" ] && cp "$JB_RUN/perf_$target.data" "$BENCH_PERF_KEEP.$target" || true
+    jb_redis unlink "$key" >/dev/null
+  done
+  worker_enabled on
+}
+
+has_phase drain && phase_drain
+has_phase staging && { say "staging cost (pgbench -M prepared, 8 clients, ${BENCH_STAGE_SECONDS}s per run, worker running)"; phase_staging; }
+has_phase latency && phase_latency
+has_phase sustain && phase_sustain
+has_phase profile && phase_profile
+
+say "summary"
+echo "uptime at end: $(uptime)"
+ruby bench/report.rb "$RESULTS" "BENCH_JOBS=$BENCH_JOBS fsync=$BENCH_FSYNC synchronous_commit=on shared_buffers=1GB batch=$BENCH_BATCH"

@@ -1,0 +1,90 @@
+-- jobbuf benchmark fixtures (loaded once into the private benchmark cluster by bench/run.sh).
+--  * bench.staged_jobs: the external enqueuer's source table, a plain table of the same shape as
+--    jobbuf.jobs (columns, bigserial PK, the same two partial indexes), with no trigger.
+--  * bench.plain_jobs: the same again, the target of the plain-INSERT side of the staging cost.
+--  * bench.payload(n): the ~100-byte job used everywhere (a Sidekiq-shaped object, so the same
+--    payload is valid for list and sidekiq queues).
+--  * bench.sql_ceiling(...): the SQL-only drain ceiling, the worker's batch statement (same
+--    WHERE / ORDER BY / LIMIT / FOR UPDATE SKIP LOCKED / DELETE ... RETURNING / projection as
+--    src/drain_batch.cpp) in batches, one transaction per batch, nothing sent anywhere.
+CREATE SCHEMA bench;
+
+CREATE FUNCTION bench.payload(n bigint) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
+    SELECT format('{"class": "InvoiceMailer", "args": [%s, "customer-%s@example.com", {"plan": "pro", "locale": "en"}]}',
+                  1000000 + n, n % 100000)::jsonb
+$$;
+
+CREATE TABLE bench.staged_jobs (
+    id            bigserial PRIMARY KEY,
+    queue         text NOT NULL,
+    payload       jsonb NOT NULL,
+    run_at        timestamptz NOT NULL DEFAULT now(),
+    unique_key    text,
+    partition_key text,
+    staged_at     timestamptz NOT NULL DEFAULT now(),
+    attempts      integer NOT NULL DEFAULT 0,
+    last_error    text,
+    group_id      uuid,
+    lease_until   timestamptz
+);
+CREATE INDEX staged_jobs_waiting ON bench.staged_jobs (queue, id) WHERE group_id IS NULL;
+CREATE UNIQUE INDEX staged_jobs_unique_waiting ON bench.staged_jobs (queue, unique_key)
+    WHERE unique_key IS NOT NULL AND group_id IS NULL;
+
+CREATE TABLE bench.plain_jobs (
+    id            bigserial PRIMARY KEY,
+    queue         text NOT NULL,
+    payload       jsonb NOT NULL,
+    run_at        timestamptz NOT NULL DEFAULT now(),
+    unique_key    text,
+    partition_key text,
+    staged_at     timestamptz NOT NULL DEFAULT now(),
+    attempts      integer NOT NULL DEFAULT 0,
+    last_error    text,
+    group_id      uuid,
+    lease_until   timestamptz
+);
+CREATE INDEX plain_jobs_waiting ON bench.plain_jobs (queue, id) WHERE group_id IS NULL;
+CREATE UNIQUE INDEX plain_jobs_unique_waiting ON bench.plain_jobs (queue, unique_key)
+    WHERE unique_key IS NOT NULL AND group_id IS NULL;
+
+-- Drains queue q of jobbuf.jobs with the worker's statement, batch_size rows per transaction.
+-- Returns the jobs taken and the bytes of JSON text produced (so the projection is computed).
+CREATE PROCEDURE bench.sql_ceiling(q text, batch_size integer, sidekiq boolean,
+                                   INOUT n_jobs bigint DEFAULT 0, INOUT n_bytes bigint DEFAULT 0)
+LANGUAGE plpgsql AS $$
+DECLARE
+    n bigint;
+    b bigint;
+BEGIN
+    LOOP
+        WITH picked AS (
+            SELECT id FROM jobbuf.jobs
+            WHERE queue = q AND group_id IS NULL AND (sidekiq OR run_at <= now())
+            ORDER BY id LIMIT batch_size FOR UPDATE SKIP LOCKED
+        ), taken AS (
+            DELETE FROM jobbuf.jobs j USING picked WHERE j.id = picked.id RETURNING j.*
+        ), projected AS (
+            SELECT id,
+                   CASE WHEN sidekiq THEN (payload - 'queue' - 'jid' - 'created_at' - 'enqueued_at')::text
+                        ELSE payload::text END AS body,
+                   extract(epoch FROM staged_at)::float8 AS staged_epoch,
+                   extract(epoch FROM run_at)::float8 AS run_epoch,
+                   sidekiq AND payload ? 'retry' AS has_retry,
+                   payload, partition_key, unique_key, staged_at, attempts
+            FROM taken ORDER BY id
+        )
+        SELECT count(*), coalesce(sum(length(body)), 0) INTO n, b FROM projected;
+        EXIT WHEN n = 0;
+        n_jobs := n_jobs + n;
+        n_bytes := n_bytes + b;
+        COMMIT;
+    END LOOP;
+    COMMIT;
+END $$;
+
+SELECT jobbuf_create_queue('bench_list', 'list');
+SELECT jobbuf_create_queue('bench_sq', 'sidekiq');
+SELECT jobbuf_create_queue('bench_stage', 'list');
+SELECT jobbuf_create_queue('bench_bg', 'list');
+SELECT jobbuf_create_queue('bench_lat', 'list');
