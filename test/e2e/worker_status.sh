@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# jobbuf_worker_status() and jobbuf_stats() report what the worker does: pid of the running
+# drain worker, database, Redis connection, wake-up / batch / delivered counters; jobbuf.enabled
+# = off idles the worker while staging continues. (not_preloaded.sh: the status without a worker.)
+source "$(dirname "$0")/tools/lib.sh"
+
+e2e_start "jobbuf.poll_interval = '30s'
+jobbuf.batch_size = 10"
+jb_sql "SELECT jobbuf_create_queue('s', 'list')" >/dev/null
+sleep 0.3
+status() { jb_sql "SELECT $1 FROM jobbuf_worker_status()"; }
+
+expect_eq "running, database, redis_connected" "$(status "running || ' ' || database || ' ' || redis_connected")" "true $JB_DB true"
+expect_eq "pid is the drain worker's backend" \
+  "$(status pid)" "$(jb_sql "SELECT pid FROM pg_stat_activity WHERE backend_type = 'jobbuf drain worker'")"
+read -r w0 b0 d0 <<<"$(status "wakeups || ' ' || batches || ' ' || delivered")"
+expect_eq "nothing delivered yet" "$d0" 0
+
+for i in 1 2 3; do
+  jb_sql "SELECT jobbuf_stage('s', jsonb_build_object('n', n)) FROM generate_series(1, 25) n" >/dev/null
+  jb_wait_until '[ "$(jb_redis LLEN jobbuf:s)" = '$(( 25 * i ))' ]' 5
+done
+sleep 0.2
+read -r w1 b1 d1 <<<"$(status "wakeups || ' ' || batches || ' ' || delivered")"
+expect_eq "delivered counts the 75 jobs" "$d1" 75
+check "batches count the deliveries (3 commits x 3 batches of <= 10: $b1 - $b0 >= 9)" [ $(( b1 - b0 )) -ge 9 ]
+check "wakeups count the 3 commits ($w1 - $w0 >= 3)" [ $(( w1 - w0 )) -ge 3 ]
+expect_eq "jobbuf_stats: delivered_total, failed_total, ready, last_delivery_at set" \
+  "$(jb_sql "SELECT delivered_total || ' ' || failed_total || ' ' || ready || ' ' || (last_delivery_at IS NOT NULL) FROM jobbuf_stats()")" "75 0 0 true"
+
+# jobbuf.enabled = off: the worker idles, staging continues; on: delivered.
+jb_psql -q -o /dev/null -c "ALTER SYSTEM SET jobbuf.enabled = off" -c "SELECT pg_reload_conf()"
+sleep 0.5
+jb_sql "SELECT jobbuf_stage('s', '{\"n\": 100}'::jsonb)" >/dev/null
+sleep 1
+expect_eq "enabled = off: the job stays staged" "$(jb_redis LLEN jobbuf:s) $(jb_sql "SELECT ready FROM jobbuf_stats()")" "75 1"
+expect_eq "enabled = off: the worker process stays" "$(status running)" t
+jb_psql -q -o /dev/null -c "ALTER SYSTEM SET jobbuf.enabled = on" -c "SELECT pg_reload_conf()"
+if jb_wait_until '[ "$(jb_redis LLEN jobbuf:s)" = 76 ]' 5; then
+  pass "enabled = on again: delivered without waiting for the 30 s poll"
+else
+  fail "enabled = on again: not delivered within 5 s"
+fi
+
+e2e_done
