@@ -50,6 +50,12 @@ SQL
 
 # ---------------------------------------------------------------- part 1: the JSON in Redis
 echo "# part 1: jobs as pushed to Redis (no Sidekiq running)"
+# stage_refused PAYLOAD: staging it on the sidekiq queue `hard` must fail in the caller.
+stage_refused() { ! jb_sql "SELECT jobbuf_stage('hard', '$1')" >/dev/null 2>&1; }
+check "staging refuses a sidekiq job without a string class" stage_refused '{"class": 1, "args": []}'
+check "staging refuses a sidekiq job without an args array" stage_refused '{"class": "HardJob", "args": 1}'
+check "staging refuses a sidekiq job that is not an object" stage_refused '[1]'
+check "nothing staged by the refused attempts" [ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" = 0 ]
 staged=$(jb_sql "SELECT jobbuf_stage('peek', '{\"class\": \"HardJob\", \"args\": [1, \"two\", {\"three\": 3.5}],
                    \"tags\": [\"t1\"], \"queue\": \"bogus\", \"jid\": \"bogus\", \"created_at\": 1, \"enqueued_at\": 2}')
                  || ' ' || extract(epoch FROM now())")
