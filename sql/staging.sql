@@ -1,0 +1,97 @@
+-- Staging: the single, array and text forms; ids; run_at and staged_at defaults; unique_key;
+-- partition_key; transactions; jobbuf_stats() counts; jobbuf_worker_status() columns.
+-- Queues are paused or have target 'none', so no worker takes jobs away while this runs.
+\set SHOW_CONTEXT never
+-- Each file starts from a fresh installation, so that the files do not depend on each other.
+SET client_min_messages = warning;
+DROP EXTENSION IF EXISTS jobbuf;
+CREATE EXTENSION jobbuf;
+RESET client_min_messages;
+
+SELECT jobbuf_create_queue('s_list', 'list');
+SELECT jobbuf_pause('s_list');
+SELECT jobbuf_create_queue('s_none', 'none');
+
+-- The single form returns the new job's id; ids increase.
+SELECT jobbuf_stage('s_list', '{"n": 1}'::jsonb) AS first_id \gset
+SELECT jobbuf_stage('s_list', '{"n": 2}'::jsonb) - :first_id AS next_id_offset;
+-- An untyped literal resolves to the text form.
+SELECT jobbuf_stage('s_list', '{"n": 3, "form": "text"}') - :first_id AS text_form_offset;
+-- The array form: one id per payload, in order; an empty array stages nothing.
+SELECT id - :first_id AS offset FROM jobbuf_stage('s_list', ARRAY['{"n": 4}', '{"n": 5}', '{"n": 6}']::jsonb[]) AS id;
+SELECT count(*) FROM jobbuf_stage('s_list', ARRAY[]::jsonb[]);
+SELECT count(*) FROM jobbuf_stage('s_list', NULL::jsonb[]);
+SELECT id - :first_id AS offset, queue, payload, unique_key, partition_key, attempts, last_error, group_id, lease_until
+FROM jobbuf.jobs ORDER BY id;
+
+-- Defaults: run_at and staged_at are the transaction's now(), also for an explicit NULL run_at
+-- (jobbuf_stage) or NULL run_at / staged_at (a plain INSERT that names every column).
+BEGIN;
+SELECT jobbuf_stage('s_list', '{"d": 1}'::jsonb) AS d1 \gset
+SELECT jobbuf_stage('s_list', '{"d": 2}'::jsonb, run_at => NULL) AS d2 \gset
+INSERT INTO jobbuf.jobs (queue, payload, run_at, unique_key, partition_key, staged_at)
+VALUES ('s_list', '{"d": 3}', NULL, NULL, NULL, NULL) RETURNING id AS d3 \gset
+INSERT INTO jobbuf.jobs (queue, payload) VALUES ('s_list', '{"d": 4}') RETURNING id AS d4 \gset
+SELECT payload, run_at = now() AS run_at_now, staged_at = now() AS staged_at_now
+FROM jobbuf.jobs WHERE id IN (:d1, :d2, :d3, :d4) ORDER BY id;
+COMMIT;
+
+-- run_at in the future or the past is kept as given.
+SELECT jobbuf_stage('s_list', '{"later": true}'::jsonb, run_at => now() + interval '1 hour') AS later \gset
+SELECT jobbuf_stage('s_list', '{"earlier": true}'::jsonb, run_at => now() - interval '1 hour') AS earlier \gset
+SELECT payload, extract(epoch FROM run_at - staged_at) AS run_at_minus_staged_at_s FROM jobbuf.jobs WHERE id IN (:later, :earlier) ORDER BY id;
+
+-- A rolled-back transaction leaves nothing staged.
+BEGIN;
+SELECT count(*) FROM jobbuf_stage('s_list', ARRAY['{"rolled": "back"}', '{"rolled": "back"}']::jsonb[]);
+ROLLBACK;
+SELECT count(*) FROM jobbuf.jobs WHERE payload ? 'rolled';
+
+-- unique_key: while a job with the same (queue, unique_key) waits, staging another returns NULL
+-- and stages nothing; other keys, other queues and NULL keys are independent.
+SELECT jobbuf_stage('s_none', '{"u": 1}'::jsonb, unique_key => 'order-42') IS NOT NULL AS staged;
+SELECT jobbuf_stage('s_none', '{"u": 2}'::jsonb, unique_key => 'order-42') AS duplicate_id;
+SELECT jobbuf_stage('s_none', '{"u": 3}'::jsonb, unique_key => 'order-43') IS NOT NULL AS staged;
+SELECT jobbuf_stage('s_list', '{"u": 4}'::jsonb, unique_key => 'order-42') IS NOT NULL AS staged_other_queue;
+SELECT jobbuf_stage('s_none', '{"u": 5}'::jsonb, unique_key => NULL) IS NOT NULL AS staged;
+SELECT jobbuf_stage('s_none', '{"u": 6}'::jsonb, unique_key => NULL) IS NOT NULL AS staged;
+-- Within one transaction too.
+BEGIN;
+SELECT jobbuf_stage('s_none', '{"u": 7}'::jsonb, unique_key => 'tx-key') IS NOT NULL AS staged;
+SELECT jobbuf_stage('s_none', '{"u": 8}'::jsonb, unique_key => 'tx-key') AS duplicate_id;
+COMMIT;
+SELECT payload, unique_key FROM jobbuf.jobs WHERE queue = 's_none' ORDER BY id;
+-- A plain INSERT of a duplicate waiting key is a unique violation (jobbuf_stage is the
+-- function that turns it into NULL).
+INSERT INTO jobbuf.jobs (queue, payload, unique_key) VALUES ('s_none', '{"u": 9}', 'order-42');
+-- Once the waiting job is gone (delivered, or claimed by a consumer), the key is free again.
+DELETE FROM jobbuf.jobs WHERE queue = 's_none' AND unique_key = 'order-42';
+SELECT jobbuf_stage('s_none', '{"u": 10}'::jsonb, unique_key => 'order-42') IS NOT NULL AS staged_again;
+SELECT count(*) FROM jobbuf_claim('s_none', 100) WHERE payload->>'u' = '3';
+SELECT jobbuf_stage('s_none', '{"u": 11}'::jsonb, unique_key => 'order-43') IS NOT NULL AS staged_while_claimed;
+
+-- partition_key is stored as given.
+SELECT jobbuf_stage('s_list', '{"p": 1}'::jsonb, partition_key => 'account-7') AS p1 \gset
+SELECT payload, partition_key FROM jobbuf.jobs WHERE id = :p1;
+
+-- jobbuf_stats(): ready (due), scheduled (run_at later), claimed; totals start at 0.
+SELECT jobbuf_create_queue('s_empty', 'stream');
+SELECT queue, target, paused, ready, scheduled, claimed, dead, delivered_total, failed_total,
+       last_error, last_delivery_at, oldest_ready_age IS NOT NULL AS has_ready_age
+FROM jobbuf_stats();
+SELECT count(*) AS stats_rows, sum(ready + scheduled + claimed) AS jobs_counted,
+       (SELECT count(*) FROM jobbuf.jobs) AS jobs_in_table
+FROM jobbuf_stats();
+
+-- jobbuf_worker_status(): one row with these columns; database is jobbuf.database.
+SELECT * FROM jobbuf_worker_status() WHERE false;
+SELECT count(*) AS rows, bool_and(database = current_setting('jobbuf.database')) AS database_is_setting,
+       bool_and(running IS NOT NULL AND redis_connected IS NOT NULL) AS flags_not_null,
+       bool_and(wakeups >= 0 AND batches >= 0 AND delivered >= 0) AS counters_not_negative,
+       bool_and(running = (pid IS NOT NULL)) AS pid_iff_running
+FROM jobbuf_worker_status();
+SELECT pg_typeof(pid) AS pid, pg_typeof(database) AS database, pg_typeof(running) AS running,
+       pg_typeof(redis_connected) AS redis_connected, pg_typeof(last_error) AS last_error,
+       pg_typeof(last_error_at) AS last_error_at, pg_typeof(wakeups) AS wakeups,
+       pg_typeof(batches) AS batches, pg_typeof(delivered) AS delivered
+FROM jobbuf_worker_status();
