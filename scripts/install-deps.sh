@@ -31,6 +31,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# Node consumer used by the end-to-end tests (ioredis, pinned by package-lock.json).
+bash "$(dirname "$0")/../test/consumers/install.sh"
+
 # Debian's redis-server package starts a system instance on port 6379; jobbuf's tests never use
 # it (they start their own on a free port), so leave it as the administrator configured it.
 exit 0
