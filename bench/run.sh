@@ -15,6 +15,8 @@
 #   BENCH_FSYNC [off]              fsync of the benchmark cluster (synchronous_commit is always on)
 #   BENCH_PHASES [drain staging latency sustain]   a subset to run; add "profile" for a perf profile
 #   BENCH_BUILD [1]                0: skip `make && make install` (use the installed extension)
+#   BENCH_PG_CONF []               extra postgresql.conf lines (diagnostics, e.g. auto_explain)
+#   JB_KEEP [] (harness)           keep the run directory (logs, perf data) after the run
 set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -89,7 +91,8 @@ checkpoint_timeout = 30min
 max_connections = 50
 jobbuf.batch_size = $BENCH_BATCH
 log_min_messages = warning
-log_autovacuum_min_duration = 0"
+log_autovacuum_min_duration = 0
+${BENCH_PG_CONF:-}"
 say "start private redis-server and Postgres"
 jb_start_redis >/dev/null || fail "redis-server did not start"
 jb_start_postgres "$PG_CONF" || fail "Postgres did not start (log: $JB_RUN/postgres.log)"
@@ -169,6 +172,29 @@ phase_drain() {
     echo "$n jobs in ${s}s: $(div "$n" "$s") jobs/s"
     result drain_${target}_external "$(div "$n" "$s")"
     jb_redis unlink "$ext_key" >/dev/null
+
+    [ $target = list ] || continue
+    # The same drain when the worker's cached plan for its batch statement was made while
+    # jobbuf.jobs was nearly empty (the usual state of a job table) and no ANALYZE ran since the
+    # burst arrived. Capped at 100000 jobs: the cost per batch grows with the backlog.
+    local n_stale=$(( BENCH_JOBS < 100000 ? BENCH_JOBS : 100000 ))
+    say "drain list: jobbuf worker, plan made while the table was empty ($n_stale jobs, no ANALYZE after staging)"
+    worker_enabled on
+    settle jobbuf.jobs
+    jb_sql "SELECT jobbuf_stage('$queue', bench.payload(0))" >/dev/null
+    wait_queue_empty $queue 30 || fail "the worker did not deliver one job"
+    sleep 3  # a few idle rounds (poll_interval 1s), each running the batch statement per queue
+    worker_enabled off
+    jb_redis del "$key" >/dev/null
+    jb_sql "INSERT INTO jobbuf.jobs (queue, payload) SELECT '$queue', bench.payload(g) FROM generate_series(1, $n_stale) g" >/dev/null
+    jb_sql "CHECKPOINT" >/dev/null
+    out=$(ruby bench/drain_timer.rb jobbuf "$key" "$n_stale" 900) || fail "jobbuf drain (stale plan)"
+    read -r n s <<<"$out"
+    wait_queue_empty $queue 30 || fail "jobbuf.jobs still holds jobs of $queue after the drain"
+    echo "$n jobs in ${s}s: $(div "$n" "$s") jobs/s"
+    result drain_list_stale "$(div "$n" "$s")"
+    result drain_list_stale_n "$n_stale"
+    jb_redis unlink "$key" >/dev/null
   done
   worker_enabled on
 }
