@@ -45,6 +45,7 @@ struct WorkerState {
     bool redis_reported_down;
     char marker_key[128];
     uint32 rotation;
+    bool fencing_warned;
 };
 
 WorkerState* state = nullptr;
@@ -176,6 +177,10 @@ bool ensure_redis(void)
     if (fresh) {
         state->reconcile_needed = true;  // a batch may have been cut off by the last disconnect
         redis_succeeded();
+        if (report.message[0] != '\0' && !state->fencing_warned) {
+            ereport(WARNING, (errmsg("jobbuf: %s", report.message)));
+            state->fencing_warned = true;
+        }
     }
     return true;
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "redis/connection.h"
+#include "redis/connection_fence.h"
 #include "redis/drain_session.h"
 #include "redis/endpoint.h"
 
@@ -20,6 +21,7 @@ public:
     long timeout_ms = 2000;
     bool configured = false;
     std::vector<std::int64_t> marker_ids;
+    std::string client_name;  // names every connection of this worker (see connection_fence.h)
 };
 
 namespace {
@@ -72,6 +74,10 @@ SessionReport drain_session_configure(DrainSession* session, const char* redis_u
     try {
         session->timeout_ms = timeout_ms;
         session->marker_key = marker_key;
+        session->client_name = marker_key;
+        for (char& c : session->client_name)
+            if (c == ':')
+                c = '-';
         if (session->configured && session->url == redis_url)
             return {};
         RedisEndpoint endpoint;
@@ -105,8 +111,18 @@ SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, boo
                                                                       : SessionReport::Status::Unavailable;
             return report_of(kind, status.message);
         }
+        std::string warning;
+        status = fence_previous_connections(session->connection, session->client_name,
+                                            session->timeout_ms, waiter, &warning);
+        if (!status.ok()) {
+            auto kind = status.code == RedisStatus::Code::Interrupted ? SessionReport::Status::Interrupted
+                                                                      : SessionReport::Status::Unavailable;
+            return report_of(kind, "fencing earlier connections: " + status.message);
+        }
         *fresh = true;
-        return {};
+        SessionReport report;
+        set_message(&report, warning);  // Ok, with a warning when fencing is unavailable
+        return report;
     } catch (...) {
         session->connection.close();
         return out_of_memory();

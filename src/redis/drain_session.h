@@ -50,7 +50,9 @@ void drain_session_destroy(DrainSession* session) noexcept;
 SessionReport drain_session_configure(DrainSession* session, const char* redis_url,
                                       long timeout_ms, const char* marker_key) noexcept;
 
-// Connects if not connected. Ok when connected (then *fresh tells whether it just connected).
+// Connects if not connected, and fences off the worker's earlier connections. Ok when connected
+// (then *fresh tells whether it just connected; a non-empty message on a fresh connection is a
+// warning that fencing is unavailable).
 SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, bool* fresh) noexcept;
 
 bool drain_session_connected(const DrainSession* session) noexcept;
