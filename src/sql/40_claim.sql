@@ -14,7 +14,10 @@
 --    jobbuf_extend and jobbuf_group are stricter: they need the lease itself (lease_until >
 --    now()); an expired lease cannot be revived, because a revived lease could break the
 --    one-group-per-partition and max_in_flight rules that the claims in between relied on.
---  * A lease that expires is not a failed attempt: attempts counts jobbuf_fail calls only.
+--  * A lease that expires counts as a failed attempt (last_error 'lease expired'): a job that
+--    kills every consumer before it can call jobbuf_fail (a poison job) still reaches
+--    max_attempts and goes to jobbuf.dead, instead of being handed out forever. The count is
+--    taken when the job is claimed again (or buried, at the limit).
 --  * A claim on a paused queue returns nothing (pause stops consumers as it stops the worker).
 --
 -- Serialization without waiting: the two rules that span several claims (one group in flight
@@ -88,7 +91,9 @@ RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
             SELECT coalesce(count(*) >= $6 OR min(greatest(p.staged_at, p.run_at)) <= now() - $7, false) AS open
             FROM picked p
         ), claimed AS (
-            UPDATE jobbuf.jobs j SET group_id = $4, lease_until = now() + $5
+            UPDATE jobbuf.jobs j SET group_id = $4, lease_until = now() + $5,
+                attempts = j.attempts + CASE WHEN j.group_id IS NULL THEN 0 ELSE 1 END,
+                last_error = CASE WHEN j.group_id IS NULL THEN j.last_error ELSE 'lease expired' END
             FROM picked p
             WHERE j.id = p.id AND (SELECT g.open FROM gate g)
             RETURNING j.group_id, j.id, j.payload, j.attempts, j.partition_key, j.staged_at, j.run_at
@@ -161,6 +166,32 @@ RETURNS boolean LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
                      AND j.partition_key = $2);
 $$;
 
+-- Moves to jobbuf.dead the jobs of the queue whose lease expired for the last allowed time
+-- (attempts + 1 >= max_attempts), so that no claim hands them out again. Skips locked rows.
+CREATE FUNCTION jobbuf.bury_abandoned(q jobbuf.queues)
+RETURNS void LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    WITH abandoned AS (
+        SELECT j.id FROM jobbuf.jobs j
+        WHERE j.queue = q.name AND j.group_id IS NOT NULL AND j.lease_until <= now()
+          AND j.attempts + 1 >= coalesce((q.options->>'max_attempts')::integer, 25)
+        FOR UPDATE SKIP LOCKED
+    ), buried AS (
+        DELETE FROM jobbuf.jobs j USING abandoned a WHERE j.id = a.id
+        RETURNING j.*
+    )
+    INSERT INTO jobbuf.dead (id, queue, payload, partition_key, unique_key, staged_at, attempts,
+                             last_error, errors)
+    SELECT b.id, b.queue, b.payload, b.partition_key, b.unique_key, b.staged_at, b.attempts + 1,
+           'lease expired',
+           CASE WHEN b.last_error IS NULL THEN '[]'::jsonb
+                ELSE jsonb_build_array(jsonb_build_object(
+                    'at', NULL, 'attempt', b.attempts, 'error', b.last_error)) END
+           || jsonb_build_array(jsonb_build_object(
+                    'at', now(), 'attempt', b.attempts + 1, 'error', 'lease expired'))
+    FROM buried b
+    ON CONFLICT (id) DO NOTHING;
+$$;
+
 CREATE FUNCTION jobbuf_claim(queue text, batch_size integer DEFAULT NULL, partition_key text DEFAULT NULL)
 RETURNS TABLE (group_id uuid, id bigint, payload jsonb, attempts integer, partition text,
                staged_at timestamptz)
@@ -195,6 +226,7 @@ BEGIN
     max_wait_for := make_interval(secs => (q.options->>'max_wait')::float8);
     max_groups := (q.options->>'max_in_flight')::integer;
     new_group := gen_random_uuid();
+    PERFORM jobbuf.bury_abandoned(q);
 
     IF max_groups IS NOT NULL THEN
         IF NOT pg_try_advisory_xact_lock(queue_lock, hashtext(q.name)) THEN

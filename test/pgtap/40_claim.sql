@@ -3,7 +3,7 @@
 -- Everything runs in one transaction, where now() stands still: leases and run_at are moved into
 -- the past with UPDATE instead of waiting. Queues have target none (the worker ignores them).
 BEGIN;
-SELECT plan(130);
+SELECT plan(134);
 
 CREATE TEMP TABLE claims (tag text, group_id uuid, id bigint, payload jsonb, attempts integer,
                           partition text, staged_at timestamptz);
@@ -127,14 +127,26 @@ SELECT is(pg_temp.claim_into('l2', 'tc_lease', 2), 2, 'an expired lease makes th
 SELECT is(pg_temp.ids('l2'), (pg_temp.ids('l1'))[1:2], 're-claimed in id order');
 SELECT is(jobbuf_complete(pg_temp.gid('l1'), pg_temp.ids('l2')), 0, 'the stale group id completes none of the re-claimed jobs');
 SELECT is(jobbuf_fail(pg_temp.gid('l1'), 'late', pg_temp.ids('l2')), 0, 'and fails none of them');
-SELECT is((SELECT count(*)::int FROM jobbuf.jobs WHERE group_id = pg_temp.gid('l2') AND attempts = 0 AND last_error IS NULL), 2,
-          'the new group is untouched by the stale one');
+SELECT is((SELECT count(*)::int FROM jobbuf.jobs WHERE group_id = pg_temp.gid('l2') AND attempts = 1 AND last_error = 'lease expired'), 2,
+          'the re-claim counts the expired lease as one attempt, and the stale group changed nothing');
 SELECT ok(jobbuf_extend(pg_temp.gid('l2')), 'extend with NULL seconds on a live group');
 SELECT ok((SELECT bool_and(lease_until = now() + interval '60 seconds') FROM jobbuf.jobs WHERE group_id = pg_temp.gid('l2')),
           'extend with NULL seconds uses the queue visibility');
 SELECT is(jobbuf_complete(pg_temp.gid('l1')), 1,
           'the stale group still completes its expired job that no claim took');
 SELECT is(jobbuf_complete(pg_temp.gid('l2')), 2, 'the new group completes its jobs');
+
+------------------------------------------------------------------ poison jobs: expired leases reach max_attempts
+SELECT jobbuf_create_queue('tc_poison', 'none', '{"visibility": 60, "max_attempts": 2}');
+SELECT pg_temp.stage_n('tc_poison', 1) IS NOT NULL;
+SELECT is(pg_temp.claim_into('p1', 'tc_poison'), 1, 'a poison job is claimed');
+SELECT pg_temp.expire('p1');
+SELECT is(pg_temp.claim_into('p2', 'tc_poison'), 1, 'its consumer died: the job is claimed again (attempt 1)');
+SELECT pg_temp.expire('p2');
+SELECT is(pg_temp.claim_into('p3', 'tc_poison'), 0, 'at max_attempts an expired lease is not handed out again');
+SELECT results_eq($$ SELECT attempts, last_error, jsonb_array_length(errors) FROM jobbuf.dead WHERE queue = 'tc_poison' $$,
+                  $$ VALUES (2, 'lease expired'::text, 2) $$,
+                  'it is in jobbuf.dead with the lease expiry as its error and history');
 
 ------------------------------------------------------------------ run_at, order
 SELECT jobbuf_create_queue('tc_sched', 'none');
