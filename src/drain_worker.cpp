@@ -248,7 +248,7 @@ long drain_round(void)
             const ActiveQueue* q = &queues[(start + k) % nqueues];
             CHECK_FOR_INTERRUPTS();
             reload_settings_if_asked();
-            if (!jobbuf_enabled)
+            if (!jobbuf_enabled || drain_worker_must_leave())
                 return sleep_ms;
             BatchResult result{};
             if (!run_guarded([&] {
