@@ -5,9 +5,11 @@ source "$(dirname "$0")/tools/lib.sh"
 
 e2e_start "jobbuf.poll_interval = '200ms'"
 jb_psql -q -o /dev/null <<'SQL'
+BEGIN;
 SELECT jobbuf_create_queue('held', 'list');
-SELECT jobbuf_create_queue('flowing', 'list');
 SELECT jobbuf_pause('held');
+COMMIT;
+SELECT jobbuf_create_queue('flowing', 'list');
 SELECT jobbuf_stage('held', jsonb_build_object('n', n)) FROM generate_series(1, 20) n;
 SELECT jobbuf_stage('flowing', jsonb_build_object('n', n)) FROM generate_series(1, 20) n;
 SQL
@@ -43,5 +45,21 @@ jb_sql "SELECT jobbuf_pause('held')" >/dev/null
 jb_sql "SELECT jobbuf_stage('held', '{\"n\": 22}'::jsonb)" >/dev/null
 sleep 1
 expect_eq "paused again: new job held" "$(jb_redis LLEN jobbuf:held) $(jb_sql "SELECT count(*) FROM jobbuf.jobs")" "21 1"
+
+# A pause takes effect while the queue drains: the worker must not finish a backlog of a queue
+# that was paused meanwhile (the pause is a stop button for a misbehaving consumer).
+jb_psql -q -o /dev/null -c "ALTER SYSTEM SET jobbuf.batch_size = 20" -c "SELECT pg_reload_conf()"
+jb_psql -q -o /dev/null <<'SQL'
+SELECT jobbuf_create_queue('backlog', 'list');
+SELECT count(jobbuf_stage('backlog', jsonb_build_object('n', n))) FROM generate_series(1, 50000) n;
+SQL
+jb_wait_until '[ "$(jb_redis LLEN jobbuf:backlog)" -gt 0 ]' 5
+jb_sql "SELECT jobbuf_pause('backlog')" >/dev/null
+at_pause=$(jb_redis LLEN jobbuf:backlog)
+sleep 1.5
+after=$(jb_redis LLEN jobbuf:backlog)
+say "backlog: $at_pause of 50000 in Redis when jobbuf_pause committed, $after 1.5 s later"
+expect_le "paused mid-drain: at most one more batch of 20 after the pause committed" "$(( after - at_pause ))" 20
+expect_eq "paused mid-drain: the rest stays staged" "$(jb_sql "SELECT ready FROM jobbuf_stats() WHERE queue = 'backlog'")" "$(( 50000 - after ))"
 
 e2e_done
