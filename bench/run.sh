@@ -7,8 +7,9 @@
 # Environment (defaults in brackets):
 #   BENCH_JOBS [1000000]           pre-staged jobs per drain measurement (200000 for a quick run)
 #   BENCH_BATCH [1000]             jobbuf.batch_size, the SQL ceiling's and the enqueuer's batch
+#   BENCH_DRAIN_ROUNDS [2]         rounds of every drain measurement; the table shows the best
 #   BENCH_STAGE_SECONDS [10]       each pgbench run of the staging cost
-#   BENCH_STAGE_ROUNDS [2]         rounds of (plain, jobbuf, jobbuf, plain); figures are means
+#   BENCH_STAGE_ROUNDS [2]         rounds of (plain, jobbuf, jobbuf, plain); the table shows the best
 #   BENCH_LAT_SECONDS [10]         each latency scenario (idle, 2000/s, 5000/s)
 #   BENCH_SUSTAIN_SECONDS [60]     each sustained run (normal, then with a held transaction; 600 for the full run)
 #   BENCH_SUSTAIN_RATE []          jobs/s offered in the sustained runs [70% of the measured list drain rate]
@@ -23,6 +24,7 @@ ROOT=$PWD
 
 BENCH_JOBS=${BENCH_JOBS:-1000000}
 BENCH_BATCH=${BENCH_BATCH:-1000}
+BENCH_DRAIN_ROUNDS=${BENCH_DRAIN_ROUNDS:-2}
 BENCH_STAGE_SECONDS=${BENCH_STAGE_SECONDS:-10}
 BENCH_STAGE_ROUNDS=${BENCH_STAGE_ROUNDS:-2}
 BENCH_LAT_SECONDS=${BENCH_LAT_SECONDS:-10}
@@ -115,6 +117,10 @@ RESULTS=$JB_RUN/results
 result() { echo "$1=$2" >>"$RESULTS"; }
 div() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print 0; else printf "%.1f", a / b }'; }
 
+cpu_ticks() {  # utime + stime of a process, in clock ticks
+  awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+
 worker_enabled() {
   jb_sql "ALTER SYSTEM SET jobbuf.enabled = $1" >/dev/null
   jb_sql "SELECT pg_reload_conf()" >/dev/null
@@ -138,12 +144,13 @@ wait_queue_empty() {  # wait_queue_empty QUEUE TIMEOUT
 
 # --- 1. drain throughput ---------------------------------------------------------------------
 phase_drain() {
-  local target queue key ext_key n s n_redis out
+  local target queue key ext_key n s n_redis out round
+  for round in $(seq 1 "$BENCH_DRAIN_ROUNDS"); do
   for target in list sidekiq; do
     if [ $target = list ]; then queue=bench_list; key=jobbuf:bench_list; ext_key=ext:bench_list
     else queue=bench_sq; key=queue:bench_sq; ext_key=queue:bench_sq; fi
 
-    say "drain $target: SQL-only ceiling ($BENCH_JOBS jobs, batches of $BENCH_BATCH)"
+    say "drain $target, round $round: SQL-only ceiling ($BENCH_JOBS jobs, batches of $BENCH_BATCH)"
     worker_enabled off
     prestage jobbuf.jobs $queue "$BENCH_JOBS"
     out=$(ruby bench/drain_timer.rb ceiling $queue $target "$BENCH_BATCH") || fail "SQL ceiling ($target)"
@@ -152,17 +159,24 @@ phase_drain() {
     echo "$n jobs in ${s}s: $(div "$n" "$s") jobs/s"
     result drain_${target}_ceiling "$(div "$n" "$s")"
 
-    say "drain $target: jobbuf worker ($BENCH_JOBS jobs)"
+    say "drain $target, round $round: jobbuf worker ($BENCH_JOBS jobs)"
     prestage jobbuf.jobs $queue "$BENCH_JOBS"
     jb_redis del "$key" >/dev/null
+    local w0 r0 w1 r1
+    w0=$(cpu_ticks "$WORKER_PID"); r0=$(cpu_ticks "$JB_REDIS_PID")
     out=$(ruby bench/drain_timer.rb jobbuf "$key" "$BENCH_JOBS" 900) || fail "jobbuf drain ($target)"
+    w1=$(cpu_ticks "$WORKER_PID"); r1=$(cpu_ticks "$JB_REDIS_PID")
     read -r n s <<<"$out"
     wait_queue_empty $queue 30 || fail "jobbuf.jobs still holds jobs of $queue after the drain"
-    echo "$n jobs in ${s}s: $(div "$n" "$s") jobs/s (worker: $(jb_sql "SELECT batches || ' batches, ' || delivered || ' delivered' FROM jobbuf_worker_status()"))"
+    echo "$n jobs in ${s}s: $(div "$n" "$s") jobs/s"
+    awk -v w=$((w1 - w0)) -v r=$((r1 - r0)) -v hz="$(getconf CLK_TCK)" -v s="$s" -v n="$n" 'BEGIN {
+      printf "  CPU during the drain: worker %.2f s (%.0f%% of wall, %.1f us/job), redis-server %.2f s (%.1f us/job)\n",
+             w / hz, 100 * w / hz / s, 1e6 * w / hz / n, r / hz, 1e6 * r / hz / n }'
+    result drain_${target}_worker_cpu_pct "$(awk -v w=$((w1 - w0)) -v hz="$(getconf CLK_TCK)" -v s="$s" 'BEGIN { printf "%.0f", 100 * w / hz / s }')"
     result drain_${target}_jobbuf "$(div "$n" "$s")"
     jb_redis unlink "$key" >/dev/null
 
-    say "drain $target: external Ruby enqueuer ($BENCH_JOBS jobs)"
+    say "drain $target, round $round: external Ruby enqueuer ($BENCH_JOBS jobs)"
     prestage bench.staged_jobs $queue "$BENCH_JOBS"
     jb_redis del "$ext_key" >/dev/null
     out=$(ruby bench/external_enqueuer.rb $target $queue "$BENCH_BATCH") || fail "external enqueuer ($target)"
@@ -178,7 +192,7 @@ phase_drain() {
     # jobbuf.jobs was nearly empty (the usual state of a job table) and no ANALYZE ran since the
     # burst arrived. Capped at 100000 jobs: the cost per batch grows with the backlog.
     local n_stale=$(( BENCH_JOBS < 100000 ? BENCH_JOBS : 100000 ))
-    say "drain list: jobbuf worker, plan made while the table was empty ($n_stale jobs, no ANALYZE after staging)"
+    say "drain list, round $round: jobbuf worker, plan made while the table was empty ($n_stale jobs, no ANALYZE after staging)"
     worker_enabled on
     settle jobbuf.jobs
     jb_sql "SELECT jobbuf_stage('$queue', bench.payload(0))" >/dev/null
@@ -195,6 +209,7 @@ phase_drain() {
     result drain_list_stale "$(div "$n" "$s")"
     result drain_list_stale_n "$n_stale"
     jb_redis unlink "$key" >/dev/null
+  done
   done
   worker_enabled on
 }
@@ -221,17 +236,14 @@ phase_staging() {
   for form in one batch; do
     plain_script=bench/pgbench/insert_$form.sql
     jobbuf_script=bench/pgbench/stage_$form.sql
-    local plain_sum=0 jobbuf_sum=0
     for r in $(seq 1 "$BENCH_STAGE_ROUNDS"); do
       for side in plain jobbuf jobbuf plain; do
         staging_reset
-        if [ $side = plain ]; then tps=$(pgbench_tps $plain_script); plain_sum=$(awk -v a=$plain_sum -v b=$tps 'BEGIN{print a+b}')
-        else tps=$(pgbench_tps $jobbuf_script); jobbuf_sum=$(awk -v a=$jobbuf_sum -v b=$tps 'BEGIN{print a+b}'); fi
+        if [ $side = plain ]; then tps=$(pgbench_tps $plain_script); else tps=$(pgbench_tps $jobbuf_script); fi
         echo "staging $form, round $r, $side: $tps tps"
+        result stage_${form}_$side "$tps"
       done
     done
-    result stage_${form}_plain "$(div "$plain_sum" $((2 * BENCH_STAGE_ROUNDS)))"
-    result stage_${form}_jobbuf "$(div "$jobbuf_sum" $((2 * BENCH_STAGE_ROUNDS)))"
   done
   staging_reset
 }
@@ -334,8 +346,16 @@ phase_profile() {
     sleep 0.5
     ruby bench/drain_timer.rb jobbuf "$key" "$BENCH_JOBS" 900
     kill -INT "$perf_pid"; wait "$perf_pid" || true
-    perf report -i "$JB_RUN/perf_$target.data" --stdio --no-children --sort dso 2>/dev/null | grep -v '^#' | grep -v '^$' | head -12
-    perf report -i "$JB_RUN/perf_$target.data" --stdio --no-children -g none --percent-limit 0.7 2>/dev/null | grep -v '^#' | grep -v '^$' | head -45
+    local rep=$JB_RUN/perf_$target
+    perf report -i "$rep.data" --stdio --no-children --sort dso -g none >"$rep.dso" 2>/dev/null || true
+    perf report -i "$rep.data" --stdio --children --sort sym -g none --percent-limit 2 >"$rep.incl" 2>/dev/null || true
+    perf report -i "$rep.data" --stdio --no-children --sort dso,sym -g none --percent-limit 0.8 >"$rep.self" 2>/dev/null || true
+    echo "-- samples by binary (self time):"
+    grep -v '^#' "$rep.dso" | grep -v '^$' | sed -n 1,8p
+    echo "-- inclusive time (children) by function, >= 2%:"
+    grep -v '^#' "$rep.incl" | grep -v '^$' | sed -n 1,60p
+    echo "-- self time by function, >= 0.8%:"
+    grep -v '^#' "$rep.self" | grep -v '^$' | sed -n 1,40p
     [ -n "${BENCH_PERF_KEEP:-}" ] && cp "$JB_RUN/perf_$target.data" "$BENCH_PERF_KEEP.$target" || true
     jb_redis unlink "$key" >/dev/null
   done
