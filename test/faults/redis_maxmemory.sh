@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Redis full (maxmemory 2mb, noeviction): every push is refused with OOM. The jobs must stay
+# staged — not lost, not dead-lettered — with one WARNING, and be delivered exactly once when
+# room is made: first by CONFIG SET maxmemory 0, then (filled again) by deleting the filler keys.
+source "$(dirname "$0")/tools/lib.sh"
+
+faults_start "--maxmemory 2mb --maxmemory-policy noeviction" "jobbuf.poll_interval = '200ms'"
+pid=$(worker_pid)
+jb_sql "SELECT jobbuf_create_queue('mm', 'list')" >/dev/null
+KEY=jobbuf:mm
+
+# fill: strings filler:1, filler:2, ... (20 kB, then 500 bytes once those are refused: Redis
+# counts a write's own query buffer) until even a tiny write is refused with OOM
+fill() {
+  local i size=20000
+  for i in $(seq 1 600); do
+    head -c "$size" /dev/zero | tr '\0' f | jb_redis -x SET "filler:$i" | grep -q OOM && size=500
+    jb_redis SET probe 1 | grep -q OOM && break
+  done
+  expect_match "Redis is full: a write is refused with OOM" "$(jb_redis SET probe 1 2>&1)" "OOM"
+}
+
+# phase "<what>" <first n> <fix command...>
+phase() {
+  local what=$1 first=$2; shift 2
+  local last=$(( first + 199 )) mark before
+  before=$(jb_redis LLEN "$KEY")
+  fill
+  mark=$(log_mark)
+  jb_sql "SELECT count(jobbuf_stage('mm', jsonb_build_object('n', g))) FROM generate_series($first, $last) g" >/dev/null
+  sleep 4
+  expect_eq "$what: the 200 jobs stay staged while Redis is full" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 200
+  expect_eq "$what: nothing dead-lettered" "$(jb_sql "SELECT count(*) FROM jobbuf.dead")" 0
+  expect_eq "$what: nothing pushed" "$(jb_redis LLEN "$KEY")" "$before"
+  local warnings
+  warnings=$(log_since "$mark" | grep -E 'WARNING: +jobbuf:' || true)
+  expect_eq "$what: one jobbuf WARNING in 4 s" "$(grep -c . <<<"$warnings" || true)" 1
+  say "$what: $(sed -E 's/.*WARNING: +//' <<<"$warnings" | head -n 1)"
+  "$@" >/dev/null
+  if jb_wait_until "[ \"\$(jb_sql 'SELECT count(*) FROM jobbuf.jobs')\" = 0 ]" 40; then
+    pass "$what: delivered after: $*"
+  else
+    fail "$what: $(jb_sql 'SELECT count(*) FROM jobbuf.jobs') jobs still staged 40 s after: $*"
+  fi
+  sleep 0.5
+  local arrived
+  arrived=$(jb_redis LRANGE "$KEY" "$before" -1 | ruby -rjson -ne 'puts JSON.parse($_)["n"]')
+  expect_eq "$what: each of the 200 jobs exactly once, in order" "$arrived" "$(seq "$first" "$last")"
+}
+
+phase "fixed by CONFIG SET maxmemory 0" 1 jb_redis CONFIG SET maxmemory 0
+jb_redis CONFIG SET maxmemory 2mb >/dev/null
+drop_fillers() { jb_redis --scan --pattern 'filler:*' | xargs redis-cli -p "$JB_REDIS_PORT" DEL; }
+phase "fixed by deleting the filler keys" 1001 drop_fillers
+expect_eq "the worker kept its pid" "$(worker_pid)" "$pid"
+faults_done
