@@ -55,6 +55,8 @@ bench_cleanup() {
   if [ $status -ne 0 ] && [ -f "${JB_RUN:-/nonexistent}/postgres.log" ]; then
     echo "bench: last lines of the Postgres log:" >&2
     tail -n 15 "$JB_RUN/postgres.log" >&2
+    JB_KEEP=1
+    echo "bench: kept $JB_RUN (logs, data directory) for inspection; remove it when done" >&2
   fi
   jb_stop_all 2>/dev/null || true
   [ $status -eq 0 ] || echo "bench: exited with status $status; servers stopped" >&2
