@@ -239,9 +239,15 @@ phase_staging() {
     plain_script=bench/pgbench/insert_$form.sql
     jobbuf_script=bench/pgbench/stage_$form.sql
     for r in $(seq 1 "$BENCH_STAGE_ROUNDS"); do
-      for side in plain jobbuf jobbuf plain; do
+      local sides="plain jobbuf jobbuf plain"
+      [ $form = one ] && sides="plain jobbuf orm orm jobbuf plain"
+      for side in $sides; do
         staging_reset
-        if [ $side = plain ]; then tps=$(pgbench_tps $plain_script); else tps=$(pgbench_tps $jobbuf_script); fi
+        case $side in
+          plain) tps=$(pgbench_tps $plain_script) ;;
+          jobbuf) tps=$(pgbench_tps $jobbuf_script) ;;
+          orm) tps=$(pgbench_tps bench/pgbench/orm_insert_one.sql) ;;
+        esac
         echo "staging $form, round $r, $side: $tps tps"
         result stage_${form}_$side "$tps"
       done
