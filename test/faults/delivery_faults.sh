@@ -132,8 +132,14 @@ fault_redis_stop() {
   seconds=$(awk -v s="$STOP_SECONDS" -v r="$round" 'BEGIN { printf "%.2f", s + 0.35 * (r - 1) }')
   kill -STOP "$JB_REDIS_PID"
   sleep "$seconds"
+  # Resume while the worker waits on a reconnect if it is (up to 1 s more): the hardest moment,
+  # with whatever it sent before giving up still unread in the stopped Redis's socket buffers.
+  local how="at once"
+  if jb_wait_until '[ "$(ss -Htn state established "( dport = :$JB_REDIS_PORT )" 2>/dev/null | wc -l)" -ge 1 ]' 1; then
+    how="while the worker waited on a reconnect"
+  fi
   kill -CONT "$JB_REDIS_PID"
-  note_fault redis-stop "SIGSTOP for ${seconds}s, then SIGCONT"
+  note_fault redis-stop "SIGSTOP for ${seconds}s, then SIGCONT $how"
 }
 
 # stage_burst: BURST jobs in one transaction; its outcome is logged like the client's.
