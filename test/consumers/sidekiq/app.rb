@@ -108,3 +108,51 @@ class GroupJob
     end
   end
 end
+
+# Batch mode, a consumer that "crashes" once (test/e2e/sidekiq_group.sh): the first time it is
+# handed a group holding a job it has never seen, it records the delivery and returns WITHOUT
+# completing or failing the group, as a consumer killed mid-way would. The lease then expires and
+# jobbuf's worker claims the jobs again under a new group id and pushes a new Sidekiq job. On that
+# later delivery it first plays the stale consumer (jobbuf_complete / jobbuf_group on the group id
+# it abandoned: both must find nothing, the group id being a fencing token), then completes the
+# new group. Which jobs it has seen (and under which group) lives in Redis, hash
+# jobbuf_e2e:crash_once (job id -> first group id), so the memory survives thread switches.
+class CrashOnceGroupJob
+  include Sidekiq::Worker
+
+  SEEN = "jobbuf_e2e:crash_once".freeze
+
+  def perform(group_id)
+    require "pg"
+    conn = ENV["JOBBUF_DATABASE_URL"] ? PG.connect(ENV["JOBBUF_DATABASE_URL"]) : PG.connect
+    begin
+      rows = conn.exec_params(
+        "SELECT g.id, g.payload, g.attempts, j.last_error FROM jobbuf_group($1) g" \
+        " LEFT JOIN jobbuf.jobs j ON j.id = g.id", [group_id]).map do |r|
+        { "id" => r["id"].to_i, "payload" => JSON.parse(r["payload"]), "attempts" => r["attempts"].to_i,
+          "last_error" => r["last_error"] }
+      end
+      if rows.empty? # an unknown, expired or finished group: nothing to do (and nothing to abandon)
+        JobbufE2E.record("empty", "group_id" => group_id, "jobs" => rows)
+        return
+      end
+      first_seen = rows.select do |r|
+        Sidekiq.redis { |c| c.hsetnx(SEEN, r["id"].to_s, group_id) }
+      end
+      unless first_seen.empty?
+        JobbufE2E.record("abandoned", "group_id" => group_id, "jobs" => rows)
+        return # "crash": neither jobbuf_complete nor jobbuf_fail; the lease will run out
+      end
+      earlier = Sidekiq.redis { |c| c.hmget(SEEN, *rows.map { |r| r["id"].to_s }) }.compact.uniq - [group_id]
+      stale = earlier.map do |old|
+        { "group_id" => old,
+          "complete" => conn.exec_params("SELECT jobbuf_complete($1)", [old]).getvalue(0, 0).to_i,
+          "group_rows" => conn.exec_params("SELECT count(*) FROM jobbuf_group($1)", [old]).getvalue(0, 0).to_i }
+      end
+      done = conn.exec_params("SELECT jobbuf_complete($1)", [group_id]).getvalue(0, 0).to_i
+      JobbufE2E.record("completed", "group_id" => group_id, "jobs" => rows, "completed" => done, "stale" => stale)
+    ensure
+      conn.close
+    end
+  end
+end
