@@ -16,7 +16,6 @@ namespace {
 SPIPlanPtr queues_plan = nullptr;
 char schema_name[NAMEDATALEN * 2 + 3];
 char marker_key_buffer[128];
-uint32 jid_salt_value = 0;
 
 }  // namespace
 
@@ -25,23 +24,31 @@ const char* extension_schema(void)
     return schema_name;
 }
 
-void delivery_identity(char* marker_key, size_t len, uint32* jid_salt)
+const char* marker_key(void)
 {
-    if (marker_key_buffer[0] == '\0') {
-        uint64 sysid = GetSystemIdentifier();
-        snprintf(marker_key_buffer, sizeof(marker_key_buffer), "jobbuf:marker:" UINT64_FORMAT ":%u",
-                 sysid, MyDatabaseId);
-        uint64 seed[2] = {sysid, MyDatabaseId};
-        jid_salt_value = hash_bytes(reinterpret_cast<const unsigned char*>(seed), sizeof(seed));
-    }
-    strlcpy(marker_key, marker_key_buffer, len);
-    *jid_salt = jid_salt_value;
+    return marker_key_buffer;
+}
+
+void worker_client_name(char* name, size_t len)
+{
+    snprintf(name, len, "jobbuf-" UINT64_FORMAT "-%u", GetSystemIdentifier(), MyDatabaseId);
+}
+
+// Sets the marker key and returns the Sidekiq jid salt for this installation of the extension.
+static uint32 note_installation(Oid extension_oid)
+{
+    uint64 sysid = GetSystemIdentifier();
+    snprintf(marker_key_buffer, sizeof(marker_key_buffer), "jobbuf:marker:" UINT64_FORMAT ":%u:%u",
+             sysid, MyDatabaseId, extension_oid);
+    uint64 seed[3] = {sysid, MyDatabaseId, extension_oid};
+    return hash_bytes(reinterpret_cast<const unsigned char*>(seed), sizeof(seed));
 }
 
 int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
 {
     begin_worker_transaction("jobbuf: loading queues");
-    if (get_extension_oid("jobbuf", true) == InvalidOid) {
+    Oid extension_oid = get_extension_oid("jobbuf", true);
+    if (extension_oid == InvalidOid) {
         commit_worker_transaction();
         return -1;
     }
@@ -67,9 +74,7 @@ int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
         elog(ERROR, "jobbuf: loading queues failed: %s", SPI_result_code_string(rc));
 
     int count = static_cast<int>(SPI_processed);
-    uint32 salt = 0;
-    char unused[128];
-    delivery_identity(unused, sizeof(unused), &salt);
+    uint32 salt = note_installation(extension_oid);
     auto* list = static_cast<ActiveQueue*>(MemoryContextAllocZero(cxt, sizeof(ActiveQueue) * (count + 1)));
     for (int i = 0; i < count; i++) {
         HeapTuple tuple = SPI_tuptable->vals[i];

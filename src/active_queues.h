@@ -20,5 +20,10 @@ int load_active_queues(MemoryContext cxt, ActiveQueue** queues);
 // The extension's schema, quoted, as of the last load_active_queues ("" before).
 const char* extension_schema(void);
 
-// The marker key and Sidekiq jid salt, unique to this cluster and database.
-void delivery_identity(char* marker_key, size_t len, uint32* jid_salt);
+// The batch marker's key, unique to this cluster, database and installation of the extension
+// (job ids start again at 1 after DROP EXTENSION; the old marker must not name the new jobs).
+// As of the last load_active_queues ("" before).
+const char* marker_key(void);
+
+// The name of the worker's Redis connections: "jobbuf-<system identifier>-<database oid>".
+void worker_client_name(char* name, size_t len);

@@ -94,6 +94,11 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q)
     bool sidekiq = q->spec.kind == static_cast<int>(jobbuf::redis::QueueTarget::Kind::Sidekiq);
 
     begin_worker_transaction("jobbuf: delivering a batch");
+    if (!lock_jobbuf_tables()) {
+        abort_worker_transaction();
+        result.outcome = BatchOutcome::Empty;  // try again at the next wake-up
+        return result;
+    }
     prepare_plans();
 
     Datum args[3] = {CStringGetTextDatum(q->name), Int32GetDatum(limit), BoolGetDatum(sidekiq)};

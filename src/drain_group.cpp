@@ -1,5 +1,9 @@
 // Postgres regime: group delivery (see drain_group.h). The group's jobs stay in jobbuf.jobs,
 // claimed, until the consumer completes or fails them; the message only names the group.
+// Order: claim and commit, push, then count (or release the claim if the push failed), so that
+// a consumer that pops the message at once always finds its group. A worker that dies between
+// the claim and the push leaves a claimed group nobody was told of: its lease expires and it is
+// claimed and pushed again (that expiry counts as an attempt).
 #include "pg_includes.h"
 
 #include "delivery_stats.h"
@@ -9,6 +13,8 @@
 extern "C" {
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/uuid.h"
 }
 
 using jobbuf::redis::JobResult;
@@ -18,6 +24,7 @@ using jobbuf::redis::StagedJob;
 namespace {
 
 SPIPlanPtr group_plan = nullptr;
+SPIPlanPtr release_plan = nullptr;
 char group_plan_schema[NAMEDATALEN * 2 + 3];  // the quoted extension schema group_plan was built for
 
 // jobbuf_claim lives in the extension's schema, which the worker learns with the queue list.
@@ -32,12 +39,15 @@ void prepare_group_plan(const char* quoted_schema)
     Oid types[4] = {TEXTOID, INT4OID, BOOLOID, TEXTOID};
     char* sql = psprintf(
         "WITH claimed AS (SELECT * FROM %s.jobbuf_claim($1, $2)),"
-        " g AS (SELECT c.group_id, min(c.id) AS first_id, array_agg(c.id ORDER BY c.id) AS ids,"
+        " g AS (SELECT c.group_id, array_agg(c.id ORDER BY c.id) AS ids,"
         "              min(c.staged_at) AS staged_at FROM claimed c GROUP BY c.group_id)"
-        " SELECT first_id,"
+        // The message's identity (Sidekiq jid, stream field id) comes from the group id, so that
+        // a group pushed again after its lease expired is a new message for deduplicating consumers.
+        " SELECT ('x' || substr(replace(group_id::text, '-', ''), 1, 16))::bit(64)::bigint"
+        "          & 9223372036854775807,"
         "  CASE WHEN $3 THEN jsonb_build_object('class', $4, 'args', jsonb_build_array(group_id))"
         "       ELSE jsonb_build_object('group_id', group_id, 'ids', to_jsonb(ids)) END::text,"
-        "  extract(epoch FROM staged_at)::float8, cardinality(ids)"
+        "  extract(epoch FROM staged_at)::float8, cardinality(ids), group_id"
         " FROM g",
         quoted_schema);
     group_plan = prepare_kept(sql, 4, types);
@@ -51,7 +61,13 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
     BatchResult result{};
     bool sidekiq = q->spec.kind == static_cast<int>(jobbuf::redis::QueueTarget::Kind::Sidekiq);
 
-    begin_worker_transaction("jobbuf: delivering a group");
+    // 1. Claim and commit, so that the consumer that pops the message sees the group.
+    begin_worker_transaction("jobbuf: claiming a group");
+    if (!lock_jobbuf_tables()) {
+        abort_worker_transaction();
+        result.outcome = BatchOutcome::Empty;  // try again at the next wake-up
+        return result;
+    }
     prepare_group_plan(extension_schema());
     Datum args[4] = {CStringGetTextDatum(q->name), Int32GetDatum(q->batch_size), BoolGetDatum(sidekiq),
                      CStringGetTextDatum(q->group_class)};
@@ -64,36 +80,57 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
         result.outcome = BatchOutcome::Empty;
         return result;
     }
-
-    // One message for the group. It is not named by the marker: its jobs stay in Postgres, claimed,
-    // until the consumer completes them. If this transaction fails after the push, the claim rolls
-    // back and the message names a group that does not exist: jobbuf_group returns nothing for it.
     HeapTuple tuple = SPI_tuptable->vals[0];
     TupleDesc desc = SPI_tuptable->tupdesc;
     bool isnull = false;
+    // Copied out of SPI's memory, which the commit frees.
+    MemoryContext message_cxt = TopMemoryContext;
+    Datum group_id = SPI_getbinval(tuple, desc, 5, &isnull);
+    char* group_text = MemoryContextStrdup(message_cxt, DatumGetCString(DirectFunctionCall1(uuid_out, group_id)));
+    char* body = MemoryContextStrdup(message_cxt, TextDatumGetCString(SPI_getbinval(tuple, desc, 2, &isnull)));
     StagedJob message;
     message.id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
-    text* body = DatumGetTextPP(SPI_getbinval(tuple, desc, 2, &isnull));
-    message.payload = std::string_view(VARDATA_ANY(body), VARSIZE_ANY_EXHDR(body));
+    message.payload = std::string_view(body);
     message.staged_at = DatumGetFloat8(SPI_getbinval(tuple, desc, 3, &isnull));
+    message.marked = false;  // its jobs stay in jobbuf.jobs: reconciliation must never touch them
+    int64 jobs_in_group = DatumGetInt32(SPI_getbinval(tuple, desc, 4, &isnull));
+    commit_worker_transaction();
+
+    // 2. Push one message for the group.
     double now = now_epoch_seconds();
     message.run_at = now;
-    message.marked = false;
-    int64 jobs_in_group = DatumGetInt32(SPI_getbinval(tuple, desc, 4, &isnull));
-
     JobResult outcome = JobResult::Retry;
     char reject_message[jobbuf::redis::kMessageLen];
     SessionReport report = jobbuf::redis::drain_session_deliver(
         ctx->session, *ctx->waiter, q->spec, &message, 1, now, &outcome, reject_message, sizeof(reject_message));
-    if (report.status != SessionReport::Status::Ok || outcome != JobResult::Delivered) {
-        abort_worker_transaction();
+    bool pushed = report.status == SessionReport::Status::Ok && outcome == JobResult::Delivered;
+
+    // 3. Count it, or release the claim (not an attempt: no consumer saw it). If the push did
+    //    reach Redis after all (a reply lost to a timeout), its message names a group that no
+    //    longer holds jobs, which jobbuf_group reads as empty.
+    begin_worker_transaction(pushed ? "jobbuf: counting a group" : "jobbuf: releasing a group");
+    if (pushed) {
+        record_batch(q->name, jobs_in_group, 0, nullptr);
+    } else {
+        Oid types[1] = {UUIDOID};
+        if (release_plan == nullptr)
+            release_plan = prepare_kept(
+                "UPDATE jobbuf.jobs SET group_id = NULL, lease_until = NULL WHERE group_id = $1", 1, types);
+        Datum release_args[1] = {DirectFunctionCall1(uuid_in, CStringGetDatum(group_text))};
+        rc = SPI_execute_plan(release_plan, release_args, nullptr, false, 0);
+        if (rc != SPI_OK_UPDATE)
+            elog(ERROR, "jobbuf: releasing a group failed: %s", SPI_result_code_string(rc));
+    }
+    commit_worker_transaction();
+    pfree(group_text);
+    pfree(body);
+
+    if (!pushed) {
         bool whole_unit = report.status != SessionReport::Status::Ok;
         result.outcome = whole_unit ? outcome_of(report.status) : BatchOutcome::Refused;
         set_batch_message(&result, whole_unit ? report.message : reject_message);
         return result;
     }
-    record_batch(q->name, jobs_in_group, 0, nullptr);
-    commit_worker_transaction();
     publish_batch_counters(jobs_in_group);
     result.outcome = BatchOutcome::Full;
     return result;

@@ -1,5 +1,5 @@
 // Postgres regime: group delivery ('delivery': 'group'): claim one group with jobbuf_claim and
-// push one message for it, in one transaction.
+// push one message for it.
 #pragma once
 #include "pg_includes.h"
 

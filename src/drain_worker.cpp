@@ -43,7 +43,7 @@ struct WorkerState {
     int backoff_ms;
     TimestampTz next_attempt;      // no Redis attempt before this time
     bool redis_reported_down;
-    char marker_key[128];
+    char client_name[128];
     uint32 rotation;
     bool fencing_warned;
 };
@@ -82,7 +82,7 @@ void publish_worker(void)
 void apply_settings(void)
 {
     SessionReport report = jobbuf::redis::drain_session_configure(
-        state->ctx.session, jobbuf_redis_url, jobbuf_redis_timeout, state->marker_key);
+        state->ctx.session, jobbuf_redis_url, jobbuf_redis_timeout, state->client_name);
     if (report.status == SessionReport::Status::BadConfig)
         report_problem(ProblemKind::Config, report.message);
     else
@@ -162,7 +162,10 @@ void database_failed(void)
 bool ensure_redis(void)
 {
     bool fresh = false;
+    if (!jobbuf::redis::drain_session_connected(state->ctx.session))
+        pgstat_report_activity(STATE_RUNNING, "jobbuf: connecting to Redis");
     SessionReport report = jobbuf::redis::drain_session_connect(state->ctx.session, *state->ctx.waiter, &fresh);
+    pgstat_report_activity(STATE_IDLE, nullptr);
     if (report.status == SessionReport::Status::Interrupted)
         return false;
     if (report.status == SessionReport::Status::BadConfig) {
@@ -190,7 +193,8 @@ bool reconcile_if_needed(void)
     if (!state->reconcile_needed)
         return true;
     SessionReport report{};
-    if (!run_guarded([&] { report = reconcile_delivered(&state->ctx); })) {
+    bool done = false;
+    if (!run_guarded([&] { report = reconcile_delivered(&state->ctx, &done); })) {
         database_failed();
         return false;
     }
@@ -198,8 +202,8 @@ bool reconcile_if_needed(void)
         redis_failed(report.message);
         return false;
     }
-    state->reconcile_needed = false;
-    return true;
+    state->reconcile_needed = !done;
+    return done;
 }
 
 // Handles a batch that did not deliver: the next round reconciles (when part of the unit may be
@@ -212,7 +216,30 @@ void batch_failed(const BatchResult& result)
         redis_failed(result.message);
 }
 
-// One wake-up's work. Returns the milliseconds to sleep before the next round.
+// Loads the queue list (once per pass, so that a pause or an option change applies from the next
+// batch on) and points the marker at this installation of the extension. Returns the number of
+// queues, or -1 when there is nothing to do (extension missing, or an error: backoff is set).
+int load_pass(ActiveQueue** queues)
+{
+    MemoryContextReset(state->queue_cxt);
+    int nqueues = 0;
+    if (!run_guarded([&] { nqueues = load_active_queues(state->queue_cxt, queues); })) {
+        database_failed();
+        return -1;
+    }
+    if (nqueues < 0) {
+        report_problem(ProblemKind::Config,
+                       "the jobbuf extension is not installed in jobbuf.database; the worker waits for CREATE EXTENSION jobbuf");
+        return -1;
+    }
+    report_recovered(ProblemKind::Config, "the jobbuf extension is installed; delivering");
+    if (jobbuf::redis::drain_session_set_marker_key(state->ctx.session, marker_key()))
+        state->reconcile_needed = true;
+    return nqueues;
+}
+
+// One wake-up's work: passes over every active queue, one batch (or group) per queue per pass,
+// until no queue has a full batch left. Returns the milliseconds to sleep before the next round.
 long drain_round(void)
 {
     long sleep_ms = jobbuf_poll_interval;
@@ -221,28 +248,19 @@ long drain_round(void)
         long wait_ms = (state->next_attempt - now) / 1000 + 1;
         return Min(wait_ms, sleep_ms);
     }
-    if (!ensure_redis() || !reconcile_if_needed())
-        return Max(state->backoff_ms, kMinBackoffMs);
-
-    MemoryContextReset(state->queue_cxt);
-    ActiveQueue* queues = nullptr;
-    int nqueues = 0;
-    if (!run_guarded([&] { nqueues = load_active_queues(state->queue_cxt, &queues); })) {
-        database_failed();
-        return kErrorBackoffMs;
-    }
-    if (nqueues < 0) {
-        report_problem(ProblemKind::Config, "the jobbuf extension is not installed in jobbuf.database; the worker waits for CREATE EXTENSION jobbuf");
-        return sleep_ms;
-    }
-    report_recovered(ProblemKind::Config, "the jobbuf extension is installed; delivering");
-    if (nqueues == 0)
-        return sleep_ms;
 
     bool delivered_any = false;
-    bool more = true;
-    while (more) {
+    for (bool more = true; more;) {
         more = false;
+        ActiveQueue* queues = nullptr;
+        int nqueues = load_pass(&queues);
+        if (nqueues < 0)
+            return sleep_ms;  // after an error, next_attempt holds the next round back
+        if (nqueues == 0)
+            break;
+        if (!ensure_redis() || !reconcile_if_needed())
+            return Max(state->backoff_ms, kMinBackoffMs);
+
         uint32 start = state->rotation++;
         for (int k = 0; k < nqueues; k++) {
             const ActiveQueue* q = &queues[(start + k) % nqueues];
@@ -298,8 +316,7 @@ void jobbuf_drain_main(Datum arg)
     void* waiter_memory = MemoryContextAlloc(TopMemoryContext, sizeof(LatchIoWaiter));
     state->ctx.waiter = new (waiter_memory) LatchIoWaiter();
     state->reconcile_needed = true;
-    uint32 salt = 0;
-    delivery_identity(state->marker_key, sizeof(state->marker_key), &salt);
+    worker_client_name(state->client_name, sizeof(state->client_name));
 
     on_shmem_exit(unpublish_worker, (Datum) 0);
     publish_worker();

@@ -6,6 +6,7 @@
 extern "C" {
 #include "pgstat.h"
 #include "portability/instr_time.h"
+#include "postmaster/interrupt.h"
 #include "storage/latch.h"
 #include "utils/wait_event.h"
 }
@@ -27,7 +28,9 @@ WaitResult LatchIoWaiter::wait(int fd, bool for_read, bool for_write, long timeo
         if (rc & WL_LATCH_SET) {
             ResetLatch(MyLatch);
             wakeup_seen_ = true;
-            if (ProcDiePending)
+            // Shutdown, or a reload (which may point jobbuf.redis_url elsewhere): give up the
+            // round trip; the connection is closed and the batch rolled back (and reconciled).
+            if (ProcDiePending || ConfigReloadPending)
                 return WaitResult::Interrupted;
         }
         if (rc & (WL_SOCKET_READABLE | WL_SOCKET_WRITEABLE))

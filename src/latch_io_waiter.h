@@ -1,5 +1,6 @@
 // Postgres regime: the IoWaiter the worker lends to the Redis layer. It waits on the socket and
-// the process latch together, so SIGTERM and postmaster death end a wait on a hung Redis at once.
+// the process latch together, so SIGTERM, SIGHUP and postmaster death end a wait on a hung Redis
+// at once.
 #pragma once
 #include "pg_includes.h"
 

@@ -14,18 +14,28 @@ using jobbuf::redis::SessionReport;
 
 static SPIPlanPtr reconcile_plan = nullptr;
 
-SessionReport reconcile_delivered(DrainContext* ctx)
+SessionReport reconcile_delivered(DrainContext* ctx, bool* done)
 {
+    *done = false;
     const std::int64_t* ids = nullptr;
     size_t count = 0;
     SessionReport report = jobbuf::redis::drain_session_read_marker(ctx->session, *ctx->waiter, &ids, &count);
-    if (report.status != SessionReport::Status::Ok || count == 0)
+    if (report.status != SessionReport::Status::Ok)
         return report;
+    if (count == 0) {
+        *done = true;
+        return report;
+    }
 
     begin_worker_transaction("jobbuf: reconciling the last delivered batch");
     if (get_extension_oid("jobbuf", true) == InvalidOid) {
         abort_worker_transaction();
+        *done = true;  // nothing to reconcile; a new installation gets a new marker key
         return report;
+    }
+    if (!lock_jobbuf_tables()) {
+        abort_worker_transaction();
+        return report;  // not done: retried before the next batch
     }
     if (reconcile_plan == nullptr) {
         Oid types[1] = {INT8ARRAYOID};
@@ -41,6 +51,7 @@ SessionReport reconcile_delivered(DrainContext* ctx)
         elog(ERROR, "jobbuf: reconciliation failed: %s", SPI_result_code_string(rc));
     uint64 deleted = SPI_processed;
     commit_worker_transaction();
+    *done = true;
     if (deleted > 0)
         ereport(LOG, (errmsg("jobbuf: " UINT64_FORMAT " job(s) were already in Redis when the last batch was interrupted; removed them without pushing again",
                              deleted)));

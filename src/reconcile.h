@@ -6,5 +6,7 @@
 
 #include "batch_result.h"
 
-// In its own transaction; returns the session's report (Ok when done). Errors propagate.
-jobbuf::redis::SessionReport reconcile_delivered(DrainContext* ctx);
+// In its own transaction; returns the session's report. *done is false when the marker could
+// not be acted on yet (Redis failed, or jobbuf's tables are locked): the caller retries before
+// any batch. Postgres errors propagate.
+jobbuf::redis::SessionReport reconcile_delivered(DrainContext* ctx, bool* done);

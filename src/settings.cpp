@@ -44,7 +44,11 @@ void jobbuf_define_settings(void)
 {
     DefineCustomStringVariable(
         "jobbuf.database", "Database whose staged jobs the jobbuf worker drains.", nullptr,
-        &jobbuf_database, "postgres", PGC_POSTMASTER, 0, check_database, nullptr, nullptr);
+        &jobbuf_database, "postgres",
+        // Postmaster context is only allowed while preloading; loaded later (no worker runs
+        // then) the setting is informational, and defining it as postmaster would be FATAL.
+        process_shared_preload_libraries_in_progress ? PGC_POSTMASTER : PGC_SIGHUP, 0,
+        check_database, nullptr, nullptr);
 
     DefineCustomStringVariable(
         "jobbuf.redis_url", "Redis server the jobbuf worker pushes jobs to.",

@@ -5,6 +5,9 @@
 
 extern "C" {
 #include "access/xact.h"
+#include "catalog/namespace.h"
+#include "storage/lmgr.h"
+#include "utils/lsyscache.h"
 #include "pgstat.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -51,4 +54,22 @@ double now_epoch_seconds(void)
     TimestampTz now = GetCurrentTimestamp();
     return static_cast<double>(now) / USECS_PER_SEC +
            static_cast<double>(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY;
+}
+
+bool lock_jobbuf_tables(void)
+{
+    Oid schema = get_namespace_oid("jobbuf", true);
+    if (!OidIsValid(schema))
+        return false;
+    static const struct {
+        const char* name;
+        LOCKMODE mode;
+    } tables[] = {{"queues", AccessShareLock}, {"jobs", RowExclusiveLock},
+                  {"queue_stats", RowExclusiveLock}, {"dead", RowExclusiveLock}};
+    for (const auto& table : tables) {
+        Oid relid = get_relname_relid(table.name, schema);
+        if (!OidIsValid(relid) || !ConditionalLockRelationOid(relid, table.mode))
+            return false;
+    }
+    return true;
 }

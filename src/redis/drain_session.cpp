@@ -69,15 +69,11 @@ void drain_session_destroy(DrainSession* session) noexcept
 }
 
 SessionReport drain_session_configure(DrainSession* session, const char* redis_url,
-                                      long timeout_ms, const char* marker_key) noexcept
+                                      long timeout_ms, const char* client_name) noexcept
 {
     try {
         session->timeout_ms = timeout_ms;
-        session->marker_key = marker_key;
-        session->client_name = marker_key;
-        for (char& c : session->client_name)
-            if (c == ':')
-                c = '-';
+        session->client_name = client_name;
         if (session->configured && session->url == redis_url)
             return {};
         RedisEndpoint endpoint;
@@ -126,6 +122,19 @@ SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, boo
     } catch (...) {
         session->connection.close();
         return out_of_memory();
+    }
+}
+
+bool drain_session_set_marker_key(DrainSession* session, const char* marker_key) noexcept
+{
+    try {
+        if (session->marker_key == marker_key)
+            return false;
+        session->marker_key = marker_key;
+        return true;
+    } catch (...) {
+        session->connection.close();
+        return true;
     }
 }
 

@@ -46,9 +46,13 @@ class DrainSession;
 DrainSession* drain_session_create() noexcept;
 void drain_session_destroy(DrainSession* session) noexcept;
 
-// (Re)configures the endpoint and timeouts; drops the connection when the URL changed.
+// (Re)configures the endpoint and timeouts, and the name of the worker's connections (see
+// connection_fence.h); drops the connection when the URL changed.
 SessionReport drain_session_configure(DrainSession* session, const char* redis_url,
-                                      long timeout_ms, const char* marker_key) noexcept;
+                                      long timeout_ms, const char* client_name) noexcept;
+
+// Sets the key of the batch marker; true when it changed (the caller then reconciles).
+bool drain_session_set_marker_key(DrainSession* session, const char* marker_key) noexcept;
 
 // Connects if not connected, and fences off the worker's earlier connections. Ok when connected
 // (then *fresh tells whether it just connected; a non-empty message on a fresh connection is a

@@ -32,6 +32,15 @@ BEGIN
             RAISE EXCEPTION 'jobbuf: option "%" applies only to target sidekiq', k
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
+        IF k = 'key' AND target NOT IN ('list', 'stream') THEN
+            RAISE EXCEPTION 'jobbuf: option "key" applies only to targets list and stream'
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'a sidekiq queue writes Sidekiq''s own keys; see sidekiq_queue and namespace';
+        END IF;
+        IF k = 'maxlen' AND target <> 'stream' THEN
+            RAISE EXCEPTION 'jobbuf: option "maxlen" applies only to target stream'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
         IF k IN ('maxlen', 'batch_size', 'max_attempts', 'min_batch', 'max_in_flight', 'visibility') THEN
             IF kind <> 'number' OR v::text !~ '^[0-9]+$' OR v::numeric < 1 OR v::numeric > 2147483647 THEN
                 RAISE EXCEPTION 'jobbuf: option "%" must be a positive integer, not %', k, v

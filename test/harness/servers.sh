@@ -82,7 +82,7 @@ jobbuf.database = '$JB_DB'
 jobbuf.redis_url = 'redis://127.0.0.1:${JB_REDIS_PORT:-6379}/0'
 jobbuf.poll_interval = '1s'
 fsync = off
-log_min_messages = log
+log_min_messages = warning
 ${1:-}
 CONF
   jb_pg_ctl start
