@@ -9,14 +9,16 @@ pid=$(worker_pid)
 jb_sql "SELECT jobbuf_create_queue('mm', 'list')" >/dev/null
 KEY=jobbuf:mm
 
-# fill: strings filler:1, filler:2, ... (20 kB, then 500 bytes once those are refused: Redis
-# counts a write's own query buffer) until even a tiny write is refused with OOM
+# fill: 20 kB strings filler:1, filler:2, ... until Redis refuses one with OOM; then, since
+# Redis sits right at the limit (a small write may still pass), lower maxmemory to half of what
+# is used, so that every write is refused for sure.
 fill() {
-  local i size=20000
-  for i in $(seq 1 600); do
-    head -c "$size" /dev/zero | tr '\0' f | jb_redis -x SET "filler:$i" | grep -q OOM && size=500
-    jb_redis SET probe 1 | grep -q OOM && break
+  local i used
+  for i in $(seq 1 300); do
+    head -c 20000 /dev/zero | tr '\0' f | jb_redis -x SET "filler:$i" | grep -q OOM && break
   done
+  used=$(jb_redis INFO memory | tr -d '\r' | awk -F: '$1 == "used_memory" { print $2 }')
+  jb_redis CONFIG SET maxmemory $(( used / 2 )) >/dev/null
   expect_match "Redis is full: a write is refused with OOM" "$(jb_redis SET probe 1 2>&1)" "OOM"
 }
 
@@ -49,8 +51,8 @@ phase() {
 }
 
 phase "fixed by CONFIG SET maxmemory 0" 1 jb_redis CONFIG SET maxmemory 0
-jb_redis CONFIG SET maxmemory 2mb >/dev/null
 drop_fillers() { jb_redis --scan --pattern 'filler:*' | xargs redis-cli -p "$JB_REDIS_PORT" DEL; }
+jb_redis CONFIG SET maxmemory 2mb >/dev/null
 phase "fixed by deleting the filler keys" 1001 drop_fillers
 expect_eq "the worker kept its pid" "$(worker_pid)" "$pid"
 faults_done
