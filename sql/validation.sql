@@ -72,6 +72,10 @@ SELECT jobbuf_create_queue('t', 'list', '{"delivery": "batch"}');
 SELECT jobbuf_create_queue('t', 'sidekiq', '{"sidekiq_version": 9}');
 SELECT jobbuf_create_queue('t', 'sidekiq', '{"sidekiq_version": "7"}');
 SELECT jobbuf_create_queue('t', 'sidekiq', '{"sidekiq_version": 7.0}');
+-- Options that apply to other targets only: key (list, stream), maxlen (stream).
+SELECT jobbuf_create_queue('t', 'list', '{"maxlen": 10}');
+SELECT jobbuf_create_queue('t', 'sidekiq', '{"key": "x"}');
+SELECT jobbuf_create_queue('t', 'none', '{"key": "x"}');
 -- Strings: key, group_class, namespace (1..512 characters); sidekiq_queue (a queue name).
 SELECT jobbuf_create_queue('t', 'list', '{"key": ""}');
 SELECT jobbuf_create_queue('t', 'list', '{"key": 42}');

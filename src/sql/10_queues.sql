@@ -35,7 +35,7 @@ BEGIN
         IF k = 'key' AND target NOT IN ('list', 'stream') THEN
             RAISE EXCEPTION 'jobbuf: option "key" applies only to targets list and stream'
                 USING ERRCODE = 'invalid_parameter_value',
-                      HINT = 'a sidekiq queue writes Sidekiq''s own keys; see sidekiq_queue and namespace';
+                      HINT = 'a sidekiq queue writes Sidekiq''s own keys (see sidekiq_queue and namespace); a none queue writes nothing';
         END IF;
         IF k = 'maxlen' AND target <> 'stream' THEN
             RAISE EXCEPTION 'jobbuf: option "maxlen" applies only to target stream'
