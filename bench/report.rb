@@ -9,7 +9,7 @@ r = {}
 File.foreach(ARGV[0]) do |l|
   k, v = l.chomp.split("=", 2)
   next unless k && v
-  r[k] = r.key?(k) && k =~ /^(drain|stage)_/ && v !~ /[a-z]/ ? [r[k].to_f, v.to_f].max.to_s : v
+  r[k] = r.key?(k) && k =~ /^(drain|stage)_/ && k !~ /_n$/ ? [r[k].to_f, v.to_f].max.to_s : v
 end
 settings = ARGV[1] || ""
 
