@@ -10,15 +10,18 @@ jb_sql "SELECT jobbuf_create_queue('mm', 'list')" >/dev/null
 KEY=jobbuf:mm
 
 # fill: 20 kB strings filler:1, filler:2, ... until Redis refuses one with OOM; then, since
-# Redis sits right at the limit (a small write may still pass), lower maxmemory to half of what
-# is used, so that every write is refused for sure.
+# Redis sits right at the limit (a small write may still pass), lower maxmemory to halfway
+# between the memory used before and after filling: every write is refused for sure, and
+# deleting the filler keys makes room again.
+used_memory() { jb_redis INFO memory | tr -d '\r' | awk -F: '$1 == "used_memory" { print $2 }'; }
 fill() {
-  local i used
+  local i used0 used1
+  used0=$(used_memory)
   for i in $(seq 1 300); do
     head -c 20000 /dev/zero | tr '\0' f | jb_redis -x SET "filler:$i" | grep -q OOM && break
   done
-  used=$(jb_redis INFO memory | tr -d '\r' | awk -F: '$1 == "used_memory" { print $2 }')
-  jb_redis CONFIG SET maxmemory $(( used / 2 )) >/dev/null
+  used1=$(used_memory)
+  jb_redis CONFIG SET maxmemory $(( used0 + (used1 - used0) / 2 )) >/dev/null
   expect_match "Redis is full: a write is refused with OOM" "$(jb_redis SET probe 1 2>&1)" "OOM"
 }
 
@@ -52,6 +55,7 @@ phase() {
 
 phase "fixed by CONFIG SET maxmemory 0" 1 jb_redis CONFIG SET maxmemory 0
 drop_fillers() { jb_redis --scan --pattern 'filler:*' | xargs redis-cli -p "$JB_REDIS_PORT" DEL; }
+drop_fillers >/dev/null
 jb_redis CONFIG SET maxmemory 2mb >/dev/null
 phase "fixed by deleting the filler keys" 1001 drop_fillers
 expect_eq "the worker kept its pid" "$(worker_pid)" "$pid"
