@@ -40,11 +40,14 @@ void prepare_plans(void)
             "  WHERE queue = $1 AND group_id IS NULL AND ($3 OR run_at <= now())"
             "  ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED"
             "), taken AS ("
-            "  DELETE FROM jobbuf.jobs j USING picked WHERE j.id = picked.id RETURNING j.*"
+            "  DELETE FROM jobbuf.jobs j USING picked WHERE j.id = picked.id"
+            "  RETURNING j.id, j.payload, j.staged_at, j.run_at, j.partition_key, j.unique_key, j.attempts"
             ") SELECT id,"
-            "  CASE WHEN $3 THEN (payload - 'queue' - 'jid' - 'created_at' - 'enqueued_at')::text"
+            // Sidekiq: keys jobbuf sets itself are dropped from the payload, only when present.
+            "  CASE WHEN $3 AND payload ?| '{queue,jid,created_at,enqueued_at}'"
+            "       THEN (payload - '{queue,jid,created_at,enqueued_at}'::text[])::text"
             "       ELSE payload::text END,"
-            "  extract(epoch FROM staged_at)::float8, extract(epoch FROM run_at)::float8,"
+            "  date_part('epoch', staged_at), date_part('epoch', run_at),"
             "  $3 AND payload ? 'retry',"
             "  payload, partition_key, unique_key, staged_at, attempts"
             " FROM taken ORDER BY id",

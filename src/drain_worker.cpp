@@ -23,6 +23,7 @@ extern "C" {
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
@@ -296,6 +297,19 @@ long drain_round(void)
     return sleep_ms;
 }
 
+// The worker's statements are prepared once, usually while jobbuf.jobs is nearly empty, and must
+// stay index-driven when a backlog builds up: a plan made for an empty table (sequential scan and
+// sort) makes every batch cost as much as the whole backlog. Only this process is affected.
+void use_index_plans(void)
+{
+    static const char* const settings[][2] = {
+        {"enable_seqscan", "off"},   {"enable_bitmapscan", "off"}, {"enable_hashjoin", "off"},
+        {"enable_mergejoin", "off"}, {"enable_sort", "off"},       {"plan_cache_mode", "force_generic_plan"},
+    };
+    for (const auto& setting : settings)
+        SetConfigOption(setting[0], setting[1], PGC_SUSET, PGC_S_OVERRIDE);
+}
+
 }  // namespace
 
 extern "C" PGDLLEXPORT void jobbuf_drain_main(Datum arg);
@@ -318,6 +332,7 @@ void jobbuf_drain_main(Datum arg)
     state->reconcile_needed = true;
     worker_client_name(state->client_name, sizeof(state->client_name));
 
+    use_index_plans();
     on_shmem_exit(unpublish_worker, (Datum) 0);
     publish_worker();
     apply_settings();

@@ -44,6 +44,11 @@ CREATE TABLE jobbuf.jobs (
     group_id      uuid,
     lease_until   timestamptz
 );
+-- A queue table is small and churns: vacuum it after a fixed number of deletes rather than a
+-- fraction of its (tiny) size, so dead tuples never pile up behind a backlog.
+ALTER TABLE jobbuf.jobs SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+                             autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 20000,
+                             autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 20000);
 COMMENT ON TABLE jobbuf.jobs IS 'jobs waiting for delivery or claimed by a consumer; INSERT (queue, payload[, run_at, unique_key, partition_key]) is the same as jobbuf_stage';
 
 -- Indexes: the table is write-heavy (every job is inserted once and deleted once), so it carries
