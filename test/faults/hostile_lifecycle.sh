@@ -20,7 +20,7 @@ pid=$(worker_pid)
 launcher=$(children_named "jobbuf launcher" | head -n 1)
 say "drain worker pid $pid, launcher pid $launcher"
 
-arrived_dupes() { jb_redis LRANGE "$KEY" 0 -1 | ruby -rjson -ne 'puts JSON.parse($_)["n"]' | sort | uniq -d | wc -l; }
+arrived_dupes() { jb_redis LRANGE "$KEY" 0 -1 | ruby -rjson -ne 'puts JSON.parse($_)["n"] unless $_.strip.empty?' | sort | uniq -d | wc -l; }
 worker_exits() { count_lines 'jobbuf (drain worker|launcher).*exited with exit code' "$(log_since "$1")"; }
 
 # --- A. DROP EXTENSION while draining
@@ -45,7 +45,10 @@ sleep 3
 a_log=$(log_since "$mark")
 expect_eq "A: the extension is gone" "$(jb_sql "SELECT count(*) FROM pg_extension WHERE extname = 'jobbuf'")" 0
 expect_eq "A: the drain worker survived (same pid)" "$(children_named 'jobbuf drain worker' | head -n 1)" "$pid"
-expect_le "A: at most one line about the missing extension" "$(count_lines 'jobbuf.*(not installed|does not exist)' "$a_log")" 1
+# One WARNING says the extension is missing; if the drop lands inside a worker transaction, the
+# error it causes there ("relation jobbuf.queues does not exist") may add one more.
+expect_le "A: at most one warning that the extension is not installed" "$(count_lines 'WARNING: +jobbuf:.*not installed' "$a_log")" 1
+expect_le "A: at most two jobbuf WARNINGs for the drop" "$(count_lines 'WARNING: +jobbuf:' "$a_log")" 2
 expect_eq "A: no jobbuf worker exited" "$(worker_exits "$mark")" 0
 expect_eq "A: nothing delivered twice" "$(arrived_dupes)" 0
 say "A: $(jb_redis LLEN "$KEY") of the 50000 jobs reached Redis before the drop; jobbuf log lines: $(grep -E 'jobbuf' <<<"$a_log" | sed -E 's/^[^]]*\] //' | head -n 3 | tr '\n' '|')"
