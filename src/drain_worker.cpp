@@ -82,8 +82,19 @@ void publish_worker(void)
 
 void apply_settings(void)
 {
-    SessionReport report = jobbuf::redis::drain_session_configure(
-        state->ctx.session, jobbuf_redis_url, jobbuf_redis_timeout, state->client_name);
+    char password[1024];
+    char error[512];
+    SessionReport report;
+    if (!read_redis_password(password, sizeof(password), error, sizeof(error))) {
+        report.status = SessionReport::Status::BadConfig;
+        strlcpy(report.message, error, sizeof(report.message));
+        jobbuf::redis::drain_session_unconfigure(state->ctx.session);
+    } else {
+        report = jobbuf::redis::drain_session_configure(
+            state->ctx.session, jobbuf_redis_url, password[0] != '\0' ? password : nullptr,
+            jobbuf_redis_timeout, state->client_name);
+    }
+    explicit_bzero(password, sizeof(password));
     if (report.status == SessionReport::Status::BadConfig)
         report_problem(ProblemKind::Config, report.message);
     else
@@ -150,7 +161,7 @@ bool run_guarded(Fn fn)
     }
     PG_END_TRY();
     if (ok)
-        report_recovered(ProblemKind::Database, "the database side of delivery works again");
+        report_recovered(ProblemKind::Database, "the last database error is resolved");
     return ok;
 }
 

@@ -6,11 +6,13 @@
 #include "settings.h"
 
 extern "C" {
+#include "storage/fd.h"
 #include "utils/guc.h"
 }
 
 char* jobbuf_database = nullptr;
 char* jobbuf_redis_url = nullptr;
+char* jobbuf_redis_password_file = nullptr;
 int jobbuf_batch_size = 1000;
 int jobbuf_poll_interval = 1000;
 int jobbuf_redis_timeout = 2000;
@@ -56,6 +58,12 @@ void jobbuf_define_settings(void)
         &jobbuf_redis_url, "redis://127.0.0.1:6379/0", PGC_SIGHUP, GUC_SUPERUSER_ONLY,
         check_redis_url, nullptr, nullptr);
 
+    DefineCustomStringVariable(
+        "jobbuf.redis_password_file",
+        "File holding the Redis password (first line), kept out of postgresql.conf and the server log.",
+        "When set, it replaces any password in jobbuf.redis_url.", &jobbuf_redis_password_file, "",
+        PGC_SIGHUP, GUC_SUPERUSER_ONLY, nullptr, nullptr, nullptr);
+
     DefineCustomIntVariable(
         "jobbuf.batch_size", "Jobs the worker moves to Redis per batch (one transaction each).",
         nullptr, &jobbuf_batch_size, 1000, 1, 100000, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
@@ -76,4 +84,24 @@ void jobbuf_define_settings(void)
         nullptr, &jobbuf_enabled, true, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
 
     MarkGUCPrefixReserved("jobbuf");
+}
+
+bool read_redis_password(char* buf, size_t len, char* error, size_t error_len)
+{
+    buf[0] = '\0';
+    if (jobbuf_redis_password_file == nullptr || jobbuf_redis_password_file[0] == '\0')
+        return true;
+    FILE* file = AllocateFile(jobbuf_redis_password_file, "r");
+    if (file == nullptr) {
+        snprintf(error, error_len, "cannot read jobbuf.redis_password_file \"%s\": %m", jobbuf_redis_password_file);
+        return false;
+    }
+    bool ok = fgets(buf, static_cast<int>(len), file) != nullptr;
+    FreeFile(file);
+    if (!ok) {
+        snprintf(error, error_len, "jobbuf.redis_password_file \"%s\" is empty", jobbuf_redis_password_file);
+        return false;
+    }
+    buf[strcspn(buf, "\r\n")] = '\0';
+    return true;
 }

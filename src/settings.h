@@ -4,9 +4,15 @@
 
 extern char* jobbuf_database;     // jobbuf.database (postmaster)
 extern char* jobbuf_redis_url;    // jobbuf.redis_url (sighup, superuser-only)
+extern char* jobbuf_redis_password_file;  // jobbuf.redis_password_file (sighup, superuser-only)
 extern int jobbuf_batch_size;     // jobbuf.batch_size
 extern int jobbuf_poll_interval;  // jobbuf.poll_interval, milliseconds
 extern int jobbuf_redis_timeout;  // jobbuf.redis_timeout, milliseconds
 extern bool jobbuf_enabled;       // jobbuf.enabled
 
 void jobbuf_define_settings(void);
+
+// Reads the Redis password from jobbuf.redis_password_file into buf (first line, without its end
+// of line). Returns false with a reason in error when the file cannot be read; true with an
+// empty buf when no file is configured.
+bool read_redis_password(char* buf, size_t len, char* error, size_t error_len);

@@ -69,12 +69,14 @@ void drain_session_destroy(DrainSession* session) noexcept
 }
 
 SessionReport drain_session_configure(DrainSession* session, const char* redis_url,
-                                      long timeout_ms, const char* client_name) noexcept
+                                      const char* password, long timeout_ms,
+                                      const char* client_name) noexcept
 {
     try {
         session->timeout_ms = timeout_ms;
         session->client_name = client_name;
-        if (session->configured && session->url == redis_url)
+        std::string effective = std::string(redis_url) + '\n' + (password ? password : "");
+        if (session->configured && session->url == effective)
             return {};
         RedisEndpoint endpoint;
         std::string error;
@@ -83,9 +85,11 @@ SessionReport drain_session_configure(DrainSession* session, const char* redis_u
             session->connection.close();
             return report_of(SessionReport::Status::BadConfig, "jobbuf.redis_url: " + error);
         }
+        if (password != nullptr)
+            endpoint.password = password;
         session->connection.close();
         session->endpoint = endpoint;
-        session->url = redis_url;
+        session->url = effective;
         session->configured = true;
         return {};
     } catch (...) {
@@ -97,7 +101,8 @@ SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, boo
 {
     *fresh = false;
     if (!session->configured)
-        return report_of(SessionReport::Status::BadConfig, "jobbuf.redis_url is not valid");
+        return report_of(SessionReport::Status::BadConfig,
+                         "the Redis settings are not valid (jobbuf.redis_url or jobbuf.redis_password_file)");
     if (session->connection.connected())
         return {};
     try {
@@ -146,6 +151,13 @@ bool drain_session_connected(const DrainSession* session) noexcept
 void drain_session_disconnect(DrainSession* session) noexcept
 {
     session->connection.close();
+}
+
+void drain_session_unconfigure(DrainSession* session) noexcept
+{
+    session->connection.close();
+    session->configured = false;
+    session->url.clear();
 }
 
 void drain_session_describe(const DrainSession* session, char* out, std::size_t out_len) noexcept

@@ -47,9 +47,11 @@ DrainSession* drain_session_create() noexcept;
 void drain_session_destroy(DrainSession* session) noexcept;
 
 // (Re)configures the endpoint and timeouts, and the name of the worker's connections (see
-// connection_fence.h); drops the connection when the URL changed.
+// connection_fence.h); drops the connection when the URL or password changed. password, when
+// not NULL, replaces the URL's (it comes from jobbuf.redis_password_file).
 SessionReport drain_session_configure(DrainSession* session, const char* redis_url,
-                                      long timeout_ms, const char* client_name) noexcept;
+                                      const char* password, long timeout_ms,
+                                      const char* client_name) noexcept;
 
 // Sets the key of the batch marker; true when it changed (the caller then reconciles).
 bool drain_session_set_marker_key(DrainSession* session, const char* marker_key) noexcept;
@@ -61,6 +63,9 @@ SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, boo
 
 bool drain_session_connected(const DrainSession* session) noexcept;
 void drain_session_disconnect(DrainSession* session) noexcept;
+
+// Forgets the configuration (a setting became unusable): no connection until configured again.
+void drain_session_unconfigure(DrainSession* session) noexcept;
 
 // The endpoint for logs, password hidden.
 void drain_session_describe(const DrainSession* session, char* out, std::size_t out_len) noexcept;

@@ -34,14 +34,32 @@ set_url() {
   jb_sql "SELECT pg_reload_conf()" >/dev/null
 }
 
+# The password lives in jobbuf.redis_password_file, never in the URL: PostgreSQL itself logs
+# "parameter ... changed to <value>" for every reloaded setting, so a password in the URL would
+# reach the server log.
+PW_FILE=$JB_RUN/redis-password
+chown postgres "$JB_RUN" 2>/dev/null || true
+set_password_file() {
+  printf '%s\n' "$1" > "$PW_FILE"
+  chown postgres "$PW_FILE" 2>/dev/null || true
+  chmod 600 "$PW_FILE"
+  jb_sql "ALTER SYSTEM SET jobbuf.redis_password_file = '$PW_FILE'" >/dev/null
+  jb_sql "ALTER SYSTEM SET jobbuf.redis_url = 'redis://127.0.0.1:$AUTH_PORT/0'" >/dev/null
+  jb_sql "SELECT pg_reload_conf()" >/dev/null
+}
+bad_password() { set_password_file "$BAD_PW"; }
+good_password() { set_password_file "$GOOD_PW"; }
+
 n=0
-# scenario "<what>" "<bad url>" "<good url>" "<regex of the expected warning>" <llen command...>
+# scenario "<what>" "<bad url, or a function applying it>" "<good url or function>"
+#          "<regex of the expected warning>" <llen command...>
+apply() { if declare -F "$1" >/dev/null; then "$1"; else set_url "$1"; fi; }
 scenario() {
   local what=$1 bad=$2 good=$3 pattern=$4; shift 4
   local mark before warnings staged
   mark=$(log_mark)
   before=$("$@" LLEN jobbuf:rt)
-  set_url "$bad"
+  apply "$bad"
   sleep 0.5
   n=$(( n + 1 )); jb_sql "SELECT jobbuf_stage('rt', jsonb_build_object('n', $n))" >/dev/null
   n=$(( n + 1 )); jb_sql "SELECT jobbuf_stage('rt', jsonb_build_object('n', $n))" >/dev/null
@@ -54,7 +72,7 @@ scenario() {
   expect_eq "$what: jobs stay staged" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 2
   expect_eq "$what: redis_connected is false" "$(jb_sql "SELECT redis_connected FROM jobbuf_worker_status()")" f
   expect_eq "$what: the worker kept its pid" "$(worker_pid)" "$pid"
-  set_url "$good"
+  apply "$good"
   if jb_wait_until "[ \"\$($* LLEN jobbuf:rt)\" = $(( before + 2 )) ] && [ \"\$(jb_sql 'SELECT count(*) FROM jobbuf.jobs')\" = 0 ]" 10; then
     pass "$what: the staged jobs are delivered once the URL is fixed"
   else
@@ -73,8 +91,8 @@ GOOD_MAIN="redis://127.0.0.1:$JB_REDIS_PORT/0"
 scenario "unroutable address" "redis://10.255.255.1:6379" "$GOOD_MAIN" "jobbuf: ." jb_redis
 scenario "silent server" "redis://127.0.0.1:$SILENT_PORT" "$GOOD_MAIN" "timed out" jb_redis
 scenario "connection refused" "redis://127.0.0.1:$REFUSED_PORT" "$GOOD_MAIN" "(refused|connect)" jb_redis
-scenario "wrong password" "redis://:$BAD_PW@127.0.0.1:$AUTH_PORT/0" "redis://:$GOOD_PW@127.0.0.1:$AUTH_PORT/0" \
-  "(AUTH|WRONGPASS|password)" auth_redis
+scenario "wrong password" bad_password good_password "(AUTH|WRONGPASS|password)" auth_redis
+jb_sql "ALTER SYSTEM RESET jobbuf.redis_password_file" >/dev/null
 scenario "database 99999" "redis://127.0.0.1:$JB_REDIS_PORT/99999" "$GOOD_MAIN" \
   "(SELECT|DB index)" jb_redis
 
@@ -87,8 +105,12 @@ leaks=$(grep -E -- "$BAD_PW|$GOOD_PW" <<<"$log" || true)
 expect_eq "no line of the server log shows a password" "$(grep -c . <<<"$leaks" || true)" 0
 [ -n "$leaks" ] && sed -E 's/^[^]]*\] /    leaked by: /' <<<"$leaks" | head -n 3
 expect_eq "no password in jobbuf_worker_status()" "$(grep -cE -- "$BAD_PW|$GOOD_PW" <<<"$status_text" || true)" 0
-set_url "redis://:$GOOD_PW@127.0.0.1:$AUTH_PORT/0"
+good_password
 jb_sql "CREATE ROLE jobbuf_reader LOGIN" >/dev/null
+show=$(jb_psql -qtAX -c "SET ROLE jobbuf_reader; SHOW jobbuf.redis_password_file" 2>&1)
+expect_match "a non-superuser cannot read jobbuf.redis_password_file" "$show" "must be superuser|permission denied|privileges"
+jb_sql "ALTER SYSTEM RESET jobbuf.redis_password_file" >/dev/null
+set_url "redis://:$GOOD_PW@127.0.0.1:$AUTH_PORT/0"
 show=$(jb_psql -qtAX -c "SET ROLE jobbuf_reader; SHOW jobbuf.redis_url" 2>&1)
 expect_match "a non-superuser cannot read jobbuf.redis_url" "$show" "must be superuser|permission denied|privileges"
 expect_eq "nor through pg_settings" \
