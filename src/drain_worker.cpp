@@ -315,7 +315,10 @@ void use_index_plans(void)
 {
     static const char* const settings[][2] = {
         {"enable_seqscan", "off"},   {"enable_bitmapscan", "off"}, {"enable_hashjoin", "off"},
-        {"enable_mergejoin", "off"}, {"enable_sort", "off"},       {"plan_cache_mode", "force_generic_plan"},
+        {"enable_mergejoin", "off"}, {"plan_cache_mode", "force_generic_plan"},
+        // The disabled plan shapes carry huge costs, which would make every batch pay for a JIT
+        // compilation; the worker's statements are short and never profit from JIT.
+        {"jit", "off"},
     };
     for (const auto& setting : settings)
         SetConfigOption(setting[0], setting[1], PGC_SUSET, PGC_S_OVERRIDE);
