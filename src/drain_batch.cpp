@@ -33,11 +33,11 @@ SPIPlanPtr dead_plan = nullptr;
 void prepare_plans(void)
 {
     if (take_plan == nullptr) {
-        Oid types[3] = {TEXTOID, INT4OID, BOOLOID};
+        Oid types[4] = {TEXTOID, INT4OID, BOOLOID, INT8OID};
         take_plan = prepare_kept(
             "WITH picked AS ("
             "  SELECT id FROM jobbuf.jobs"
-            "  WHERE queue = $1 AND group_id IS NULL AND ($3 OR run_at <= now())"
+            "  WHERE queue = $1 AND group_id IS NULL AND ($3 OR run_at <= now()) AND id > $4"
             "  ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED"
             "), taken AS ("
             "  DELETE FROM jobbuf.jobs j USING picked WHERE j.id = picked.id"
@@ -51,7 +51,7 @@ void prepare_plans(void)
             "  $3 AND payload ? 'retry',"
             "  payload, partition_key, unique_key, staged_at, attempts"
             " FROM taken ORDER BY id",
-            3, types);
+            4, types);
     }
     if (dead_plan == nullptr) {
         Oid types[8] = {INT8OID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID};
@@ -90,7 +90,7 @@ void dead_letter(SPITupleTable* taken, uint64 row, const char* queue, const char
 
 }  // namespace
 
-BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q)
+BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, int64* after_id)
 {
     BatchResult result{};
     int limit = q->batch_size > 0 ? q->batch_size : jobbuf_batch_size;
@@ -104,7 +104,8 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q)
     }
     prepare_plans();
 
-    Datum args[3] = {CStringGetTextDatum(q->name), Int32GetDatum(limit), BoolGetDatum(sidekiq)};
+    Datum args[4] = {CStringGetTextDatum(q->name), Int32GetDatum(limit), BoolGetDatum(sidekiq),
+                     Int64GetDatum(*after_id)};
     int rc = SPI_execute_plan(take_plan, args, nullptr, false, 0);
     if (rc != SPI_OK_SELECT)
         elog(ERROR, "jobbuf: taking a batch failed: %s", SPI_result_code_string(rc));
@@ -177,8 +178,10 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q)
         if (results[i] == JobResult::Rejected)
             dead_letter(taken, i, q->name, reject_message);
     record_batch(q->name, delivered, rejected, rejected > 0 ? reject_message : nullptr);
+    int64 last_id = jobs[count - 1].id;
     commit_worker_transaction();
     publish_batch_counters(delivered);
+    *after_id = last_id;
     if (rejected > 0) {
         ereport(WARNING, (errmsg("jobbuf: Redis rejected " INT64_FORMAT " job(s) of queue \"%s\"; moved to jobbuf.dead",
                                  rejected, q->name),

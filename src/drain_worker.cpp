@@ -24,6 +24,7 @@ extern "C" {
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
@@ -228,6 +229,35 @@ void batch_failed(const BatchResult& result)
         redis_failed(result.message);
 }
 
+// Per-queue cursors of the current round (see drain_one_batch): the id after which the next
+// batch starts. Created at the first round, emptied at the start of every round.
+struct RoundCursor {
+    char queue[NAMEDATALEN];  // hash key
+    int64 after_id;
+};
+HTAB* round_cursors = nullptr;
+
+void reset_round_cursors(void)
+{
+    if (round_cursors != nullptr)
+        hash_destroy(round_cursors);
+    HASHCTL ctl;
+    memset(&ctl, 0, sizeof(ctl));
+    ctl.keysize = NAMEDATALEN;
+    ctl.entrysize = sizeof(RoundCursor);
+    ctl.hcxt = TopMemoryContext;
+    round_cursors = hash_create("jobbuf round cursors", 16, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+}
+
+int64* round_cursor(const char* queue)
+{
+    bool found = false;
+    auto* entry = static_cast<RoundCursor*>(hash_search(round_cursors, queue, HASH_ENTER, &found));
+    if (!found)
+        entry->after_id = 0;
+    return &entry->after_id;
+}
+
 // Loads the queue list (once per pass, so that a pause or an option change applies from the next
 // batch on) and points the marker at this installation of the extension. Returns the number of
 // queues, or -1 when there is nothing to do (extension missing, or an error: backoff is set).
@@ -261,6 +291,7 @@ long drain_round(void)
         return Min(wait_ms, sleep_ms);
     }
 
+    reset_round_cursors();
     bool delivered_any = false;
     for (bool more = true; more;) {
         more = false;
@@ -281,11 +312,17 @@ long drain_round(void)
             if (!jobbuf_enabled || drain_worker_must_leave())
                 return sleep_ms;
             BatchResult result{};
+            int64* cursor = round_cursor(q->name);
+            int64 started_after = *cursor;
             if (!run_guarded([&] {
-                    result = q->group_delivery ? drain_one_group(&state->ctx, q) : drain_one_batch(&state->ctx, q);
+                    result = q->group_delivery ? drain_one_group(&state->ctx, q) : drain_one_batch(&state->ctx, q, cursor);
                 })) {
                 database_failed();
                 return kErrorBackoffMs;
+            }
+            if (started_after > 0 && (result.outcome == BatchOutcome::Partial || result.outcome == BatchOutcome::Empty)) {
+                *cursor = 0;  // the backlog is drained: one more batch from the start of the queue
+                more = true;
             }
             switch (result.outcome) {
             case BatchOutcome::Full:
