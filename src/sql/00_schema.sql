@@ -49,6 +49,12 @@ CREATE TABLE jobbuf.jobs (
 ALTER TABLE jobbuf.jobs SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
                              autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 20000,
                              autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 20000);
+-- The worker's batch statement is planned once, generically (queue unknown). With real
+-- statistics a backlog of one queue makes "queue = $1" look like it matches every row, and the
+-- planner would then scan jobs_pkey and filter by queue — which, for every other (empty) queue,
+-- reads the whole backlog. A fixed n_distinct keeps the estimate for an unknown queue selective,
+-- so the generic plan always walks jobs_waiting (queue, id).
+ALTER TABLE jobbuf.jobs ALTER COLUMN queue SET (n_distinct = 100);
 COMMENT ON TABLE jobbuf.jobs IS 'jobs waiting for delivery or claimed by a consumer; INSERT (queue, payload[, run_at, unique_key, partition_key]) is the same as jobbuf_stage';
 
 -- Indexes: the table is write-heavy (every job is inserted once and deleted once), so it carries
