@@ -398,10 +398,13 @@ void jobbuf_drain_main(Datum arg)
         }
 
         long sleep_ms = jobbuf_poll_interval;
-        if (jobbuf_shared)
-            pg_atomic_write_u32(&jobbuf_shared->wake_requested, 0);
-        if (jobbuf_enabled && !RecoveryInProgress())
+        if (jobbuf_enabled && !RecoveryInProgress()) {
+            // Cleared before the scan, so that a commit after it wakes us again. While disabled it
+            // stays set: committers then skip the latch (a signal per commit otherwise).
+            if (jobbuf_shared)
+                pg_atomic_write_u32(&jobbuf_shared->wake_requested, 0);
             sleep_ms = drain_round();
+        }
 
         if (state->ctx.waiter->take_wakeup() && state->next_attempt <= GetCurrentTimestamp())
             continue;  // a commit arrived while we talked to Redis: scan again
