@@ -6,8 +6,7 @@ source "$(dirname "$0")/tools/lib.sh"
 
 jb_start_redis || exit 1
 trap e2e_cleanup EXIT
-if jb_start_postgres "$E2E_BASE_CONF
-shared_preload_libraries = ''" >"$JB_RUN/start.out" 2>&1; then
+if jb_start_postgres "shared_preload_libraries = ''" >"$JB_RUN/start.out" 2>&1; then
   pass "CREATE EXTENSION jobbuf without preloading"
 else
   fail "CREATE EXTENSION jobbuf without preloading: $(head -n 1 "$JB_RUN/start.out")"
