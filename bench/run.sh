@@ -290,7 +290,9 @@ sustain_run() {  # sustain_run LABEL RATE
   : >"$latfile"
   "$LATENCY_PROBE" bench_lat jobbuf:bench_lat "$JB_REDIS_PORT" --seconds "$BENCH_SUSTAIN_SECONDS" --interval-ms 20 --out "$latfile" >/dev/null &
   lat_pid=$!; BG_PIDS+=("$lat_pid")
-  pgbench -n -M prepared -c 2 -j 2 -R "$tx_rate" -T "$BENCH_SUSTAIN_SECONDS" -f bench/pgbench/sustain_batch.sql >"$pgb_out" 2>&1 &
+  # The batch staging script (100 jobs per call), aimed at the sustained-load queue.
+  sed "s/'bench_stage'/'bench_bg'/" bench/pgbench/stage_batch.sql >"$JB_RUN/sustain_batch.sql"
+  pgbench -n -M prepared -c 2 -j 2 -R "$tx_rate" -T "$BENCH_SUSTAIN_SECONDS" -f "$JB_RUN/sustain_batch.sql" >"$pgb_out" 2>&1 &
   pgb_pid=$!; BG_PIDS+=("$pgb_pid")
   ruby bench/sustain_sampler.rb "$label" "$BENCH_SUSTAIN_SECONDS" 5 "$WORKER_PID" "$latfile" jobbuf:bench_bg | tee "$JB_RUN/sustain_$label.out"
   wait "$pgb_pid" || { cat "$pgb_out" >&2; fail "sustained pgbench ($label)"; }

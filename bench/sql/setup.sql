@@ -14,39 +14,15 @@ CREATE FUNCTION bench.payload(n bigint) RETURNS jsonb LANGUAGE sql IMMUTABLE AS 
                   1000000 + n, n % 100000)::jsonb
 $$;
 
-CREATE TABLE bench.staged_jobs (
-    id            bigserial PRIMARY KEY,
-    queue         text NOT NULL,
-    payload       jsonb NOT NULL,
-    run_at        timestamptz NOT NULL DEFAULT now(),
-    unique_key    text,
-    partition_key text,
-    staged_at     timestamptz NOT NULL DEFAULT now(),
-    attempts      integer NOT NULL DEFAULT 0,
-    last_error    text,
-    group_id      uuid,
-    lease_until   timestamptz
-);
-CREATE INDEX staged_jobs_waiting ON bench.staged_jobs (queue, id) WHERE group_id IS NULL;
-CREATE UNIQUE INDEX staged_jobs_unique_waiting ON bench.staged_jobs (queue, unique_key)
-    WHERE unique_key IS NOT NULL AND group_id IS NULL;
+-- The comparison tables have jobbuf.jobs's columns, defaults and indexes (LIKE ... INCLUDING),
+-- with their own id sequences, and no trigger: what an application's hand-made staging table is.
+CREATE TABLE bench.staged_jobs (LIKE jobbuf.jobs INCLUDING DEFAULTS INCLUDING INDEXES);
+CREATE SEQUENCE bench.staged_jobs_id_seq OWNED BY bench.staged_jobs.id;
+ALTER TABLE bench.staged_jobs ALTER COLUMN id SET DEFAULT nextval('bench.staged_jobs_id_seq');
 
-CREATE TABLE bench.plain_jobs (
-    id            bigserial PRIMARY KEY,
-    queue         text NOT NULL,
-    payload       jsonb NOT NULL,
-    run_at        timestamptz NOT NULL DEFAULT now(),
-    unique_key    text,
-    partition_key text,
-    staged_at     timestamptz NOT NULL DEFAULT now(),
-    attempts      integer NOT NULL DEFAULT 0,
-    last_error    text,
-    group_id      uuid,
-    lease_until   timestamptz
-);
-CREATE INDEX plain_jobs_waiting ON bench.plain_jobs (queue, id) WHERE group_id IS NULL;
-CREATE UNIQUE INDEX plain_jobs_unique_waiting ON bench.plain_jobs (queue, unique_key)
-    WHERE unique_key IS NOT NULL AND group_id IS NULL;
+CREATE TABLE bench.plain_jobs (LIKE jobbuf.jobs INCLUDING DEFAULTS INCLUDING INDEXES);
+CREATE SEQUENCE bench.plain_jobs_id_seq OWNED BY bench.plain_jobs.id;
+ALTER TABLE bench.plain_jobs ALTER COLUMN id SET DEFAULT nextval('bench.plain_jobs_id_seq');
 
 -- Drains queue q of jobbuf.jobs with the worker's statement, batch_size rows per transaction.
 -- Returns the jobs taken and the bytes of JSON text produced (so the projection is computed).

@@ -1,11 +1,14 @@
 -- jobbuf 1.0: dead letters and the archive: retry or purge dead jobs, purge completed ones.
 
--- Raises "unknown queue" unless the queue exists or still has rows in `tbl` (dead letters and
--- archived jobs outlive a dropped queue and must stay purgeable).
-CREATE FUNCTION jobbuf.check_purgeable(queue text, tbl regclass, older_than interval)
-RETURNS void LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+-- Deletes the rows of `tbl` (jobbuf.dead or jobbuf.archive) of the queue whose `stamp` column
+-- is more than older_than ago (NULL: all of them); returns how many. Raises "unknown queue"
+-- unless the queue exists or still has rows there (dead letters and archived jobs outlive a
+-- dropped queue and must stay purgeable).
+CREATE FUNCTION jobbuf.purge_rows(queue text, tbl regclass, stamp text, older_than interval)
+RETURNS integer LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     leftovers boolean;
+    purged integer;
 BEGIN
     PERFORM jobbuf.checked_queue_name(queue);
     IF older_than < interval '0' THEN
@@ -13,15 +16,19 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'pass NULL to purge every row of the queue';
     END IF;
-    IF EXISTS (SELECT 1 FROM jobbuf.queues q WHERE q.name = queue) THEN
-        RETURN;
+    IF NOT EXISTS (SELECT 1 FROM jobbuf.queues q WHERE q.name = queue) THEN
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s t WHERE t.queue = $1)', tbl) INTO leftovers USING queue;
+        IF NOT leftovers THEN
+            RAISE EXCEPTION 'jobbuf: unknown queue %', quote_literal(queue)
+                USING ERRCODE = 'undefined_object',
+                      HINT = 'no such queue, and no rows of it are left in ' || tbl::text;
+        END IF;
     END IF;
-    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s t WHERE t.queue = $1)', tbl) INTO leftovers USING queue;
-    IF NOT leftovers THEN
-        RAISE EXCEPTION 'jobbuf: unknown queue %', quote_literal(queue)
-            USING ERRCODE = 'undefined_object',
-                  HINT = 'no such queue, and no rows of it are left in ' || tbl::text;
-    END IF;
+    EXECUTE format('DELETE FROM %s t WHERE t.queue = $1 AND ($2::interval IS NULL OR t.%I < now() - $2)',
+                   tbl, stamp)
+        USING queue, older_than;
+    GET DIAGNOSTICS purged = ROW_COUNT;
+    RETURN purged;
 END $$;
 
 -- Moves dead jobs of the queue (all, or those in ids) back to jobbuf.jobs with the same id,
@@ -58,30 +65,12 @@ END $$;
 
 -- Deletes dead jobs of the queue that died more than older_than ago (NULL: all of them).
 CREATE FUNCTION jobbuf_purge_dead(queue text, older_than interval DEFAULT NULL)
-RETURNS integer LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    qname constant text := queue;
-    cutoff constant interval := older_than;
-    purged integer;
-BEGIN
-    PERFORM jobbuf.check_purgeable(qname, 'jobbuf.dead', cutoff);
-    DELETE FROM jobbuf.dead d
-    WHERE d.queue = qname AND (cutoff IS NULL OR d.died_at < now() - cutoff);
-    GET DIAGNOSTICS purged = ROW_COUNT;
-    RETURN purged;
-END $$;
+RETURNS integer LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    SELECT jobbuf.purge_rows(queue, 'jobbuf.dead', 'died_at', older_than);
+$$;
 
 -- Deletes archived jobs of the queue completed more than older_than ago (NULL: all of them).
 CREATE FUNCTION jobbuf_purge_archive(queue text, older_than interval)
-RETURNS integer LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    qname constant text := queue;
-    cutoff constant interval := older_than;
-    purged integer;
-BEGIN
-    PERFORM jobbuf.check_purgeable(qname, 'jobbuf.archive', cutoff);
-    DELETE FROM jobbuf.archive a
-    WHERE a.queue = qname AND (cutoff IS NULL OR a.completed_at < now() - cutoff);
-    GET DIAGNOSTICS purged = ROW_COUNT;
-    RETURN purged;
-END $$;
+RETURNS integer LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    SELECT jobbuf.purge_rows(queue, 'jobbuf.archive', 'completed_at', older_than);
+$$;
