@@ -35,12 +35,16 @@ void prepare_plans(void)
     if (take_plan == nullptr) {
         Oid types[4] = {TEXTOID, INT4OID, BOOLOID, INT8OID};
         take_plan = prepare_kept(
+            // Written so that the plan cannot depend on statistics (it is made once, often
+            // while the table is empty): the row comparison can only be an index condition of
+            // jobs_waiting (queue, id), and id = ANY(array) only a probe of jobs_pkey; a join
+            // here could become a nested loop over the whole backlog.
             "WITH picked AS ("
             "  SELECT id FROM jobbuf.jobs"
-            "  WHERE queue = $1 AND group_id IS NULL AND ($3 OR run_at <= now()) AND id > $4"
-            "  ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED"
+            "  WHERE queue = $1 AND (queue, id) > ($1, $4) AND group_id IS NULL AND ($3 OR run_at <= now())"
+            "  ORDER BY queue, id LIMIT $2 FOR UPDATE SKIP LOCKED"
             "), taken AS ("
-            "  DELETE FROM jobbuf.jobs j USING picked WHERE j.id = picked.id"
+            "  DELETE FROM jobbuf.jobs j WHERE j.id = ANY (ARRAY(SELECT p.id FROM picked p))"
             "  RETURNING j.id, j.payload, j.staged_at, j.run_at, j.partition_key, j.unique_key, j.attempts"
             ") SELECT id,"
             // Sidekiq: keys jobbuf sets itself are dropped from the payload, only when present.
