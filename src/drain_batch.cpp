@@ -36,12 +36,14 @@ void prepare_plans(void)
         Oid types[4] = {TEXTOID, INT4OID, BOOLOID, INT8OID};
         take_plan = prepare_kept(
             // Written so that the plan cannot depend on statistics (it is made once, often
-            // while the table is empty): the row comparison can only be an index condition of
-            // jobs_waiting (queue, id), and id = ANY(array) only a probe of jobs_pkey; a join
-            // here could become a nested loop over the whole backlog.
+            // while the table is empty): "queue <= $1 AND (queue, id) > ($1, $4)" means queue = $1
+            // and id > $4, but only jobs_waiting (queue, id) can serve it, and the scan starts
+            // right at ($1, $4) (with "queue = $1" btree would start at the queue's first entry
+            // and step over every one the cursor already passed); id = ANY(array) can only be a
+            // probe of jobs_pkey, where a join could become a nested loop over the whole backlog.
             "WITH picked AS ("
             "  SELECT id FROM jobbuf.jobs"
-            "  WHERE queue = $1 AND (queue, id) > ($1, $4) AND group_id IS NULL AND ($3 OR run_at <= now())"
+            "  WHERE queue <= $1 AND (queue, id) > ($1, $4) AND group_id IS NULL AND ($3 OR run_at <= now())"
             "  ORDER BY queue, id LIMIT $2 FOR UPDATE SKIP LOCKED"
             "), taken AS ("
             "  DELETE FROM jobbuf.jobs j WHERE j.id = ANY (ARRAY(SELECT p.id FROM picked p))"
