@@ -21,10 +21,7 @@ cd "$(dirname "$0")/../.."
 source test/harness/servers.sh
 
 CONSUMER=test/consumers/ruby/list_group_consumer.rb
-failures=0
-ok() { echo "ok   - $*"; }
-not_ok() { echo "FAIL - $*"; failures=$((failures + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else not_ok "$what"; fi; }
+source test/consumers/checks.sh
 
 consumer_pids=()
 stop_consumers() {
@@ -66,12 +63,6 @@ done
 sleep 0.5
 check "two consumer processes running" bash -c "kill -0 ${consumer_pids[0]} && kill -0 ${consumer_pids[1]}"
 
-rb_log() {
-  ruby -rjson -e 'runs = File.readlines(ARGV[0]).map { |l| JSON.parse(l) }; v = eval(ARGV[1]); puts v' "$RUN_LOG" "$1"
-}
-rb_log_check() {
-  ruby -rjson -e 'runs = File.readlines(ARGV[0]).map { |l| JSON.parse(l) }; exit(eval(ARGV[1]) ? 0 : 1)' "$RUN_LOG" "$1"
-}
 
 # ---------------------------------------------------------------- part 1
 echo "# part 1: queue lg (list lg:groups), 500 committed jobs in one transaction, batch_size 50"

@@ -11,10 +11,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 source test/harness/servers.sh
 
-failures=0
-ok() { echo "ok   - $*"; }
-not_ok() { echo "FAIL - $*"; failures=$((failures + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else not_ok "$what"; fi; }
+source test/consumers/checks.sh
 
 bash test/consumers/install.sh
 

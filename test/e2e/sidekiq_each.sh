@@ -14,10 +14,7 @@ cd "$(dirname "$0")/../.."
 source test/harness/servers.sh
 source test/consumers/sidekiq/sidekiq.sh
 
-failures=0
-ok() { echo "ok   - $*"; }
-not_ok() { echo "FAIL - $*"; failures=$((failures + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else not_ok "$what"; fi; }
+source test/consumers/checks.sh
 
 # rb_expect RAW_JSON 'ruby condition over j (parsed) and raw (text)': true → exit 0.
 rb_expect() {

@@ -20,10 +20,7 @@ cd "$(dirname "$0")/../.."
 source test/harness/servers.sh
 source test/consumers/sidekiq/sidekiq.sh
 
-failures=0
-ok() { echo "ok   - $*"; }
-not_ok() { echo "FAIL - $*"; failures=$((failures + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else not_ok "$what"; fi; }
+source test/consumers/checks.sh
 
 open_tx_pid=
 cleanup() {
@@ -50,14 +47,6 @@ RUN_LOG=$JB_RUN/ran.jsonl
 jb_start_sidekiq "$RUN_LOG" bulk flaky
 check "sidekiq $(ruby -e 'require "sidekiq"; print Sidekiq::VERSION') process started and registered" jb_wait_sidekiq_ready 20
 
-# rb_log 'ruby expression over runs (the parsed run log)': prints its value.
-rb_log() {
-  ruby -rjson -e 'runs = File.readlines(ARGV[0]).map { |l| JSON.parse(l) }; v = eval(ARGV[1]); puts v' "$RUN_LOG" "$1"
-}
-# rb_log_check 'ruby condition over runs': exit 0 when true.
-rb_log_check() {
-  ruby -rjson -e 'runs = File.readlines(ARGV[0]).map { |l| JSON.parse(l) }; exit(eval(ARGV[1]) ? 0 : 1)' "$RUN_LOG" "$1"
-}
 
 # ---------------------------------------------------------------- part 1: 1,000 jobs, 10 groups
 echo "# part 1: queue bulk, 1000 committed jobs in one transaction, batch_size 100"
