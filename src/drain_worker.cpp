@@ -8,6 +8,7 @@
 #include "drain_batch.h"
 #include "drain_group.h"
 #include "reconcile.h"
+#include "round_cursors.h"
 #include "drop_database_guard.h"
 #include "problem_log.h"
 #include "settings.h"
@@ -24,7 +25,6 @@ extern "C" {
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
-#include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
@@ -227,35 +227,6 @@ void batch_failed(const BatchResult& result)
         state->reconcile_needed = true;
     if (result.outcome != BatchOutcome::Interrupted)
         redis_failed(result.message);
-}
-
-// Per-queue cursors of the current round (see drain_one_batch): the id after which the next
-// batch starts. Created at the first round, emptied at the start of every round.
-struct RoundCursor {
-    char queue[NAMEDATALEN];  // hash key
-    int64 after_id;
-};
-HTAB* round_cursors = nullptr;
-
-void reset_round_cursors(void)
-{
-    if (round_cursors != nullptr)
-        hash_destroy(round_cursors);
-    HASHCTL ctl;
-    memset(&ctl, 0, sizeof(ctl));
-    ctl.keysize = NAMEDATALEN;
-    ctl.entrysize = sizeof(RoundCursor);
-    ctl.hcxt = TopMemoryContext;
-    round_cursors = hash_create("jobbuf round cursors", 16, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-}
-
-int64* round_cursor(const char* queue)
-{
-    bool found = false;
-    auto* entry = static_cast<RoundCursor*>(hash_search(round_cursors, queue, HASH_ENTER, &found));
-    if (!found)
-        entry->after_id = 0;
-    return &entry->after_id;
 }
 
 // Loads the queue list (once per pass, so that a pause or an option change applies from the next
