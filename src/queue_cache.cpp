@@ -4,6 +4,7 @@
 // jobs table; the callback marks the cache stale.
 #include "pg_includes.h"
 
+#include "name_hash.h"
 #include "queue_cache.h"
 
 extern "C" {
@@ -46,12 +47,7 @@ static void reset_cache(void)
 {
     if (queue_cache != nullptr)
         hash_destroy(queue_cache);
-    HASHCTL ctl;
-    memset(&ctl, 0, sizeof(ctl));
-    ctl.keysize = NAMEDATALEN;
-    ctl.entrysize = sizeof(QueueCacheEntry);
-    ctl.hcxt = TopMemoryContext;
-    queue_cache = hash_create("jobbuf queue cache", 64, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+    queue_cache = create_name_hash("jobbuf queue cache", sizeof(QueueCacheEntry), 64);
     Oid schema = get_namespace_oid("jobbuf", false);
     cached_queues_relid = get_relname_relid("queues", schema);
     queue_cache_stale = false;

@@ -2,6 +2,7 @@
 // hash table in the worker's TopMemoryContext.
 #include "pg_includes.h"
 
+#include "name_hash.h"
 #include "round_cursors.h"
 
 extern "C" {
@@ -21,12 +22,7 @@ void reset_round_cursors(void)
 {
     if (round_cursors != nullptr)
         hash_destroy(round_cursors);
-    HASHCTL ctl;
-    memset(&ctl, 0, sizeof(ctl));
-    ctl.keysize = NAMEDATALEN;
-    ctl.entrysize = sizeof(RoundCursor);
-    ctl.hcxt = TopMemoryContext;
-    round_cursors = hash_create("jobbuf round cursors", 16, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+    round_cursors = create_name_hash("jobbuf round cursors", sizeof(RoundCursor), 16);
 }
 
 int64* round_cursor(const char* queue)

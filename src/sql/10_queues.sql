@@ -118,19 +118,28 @@ BEGIN
     RETURN queue;
 END $$;
 
--- Locks and returns the queue's row, or raises "unknown queue".
-CREATE FUNCTION jobbuf.locked_queue(queue text)
-RETURNS jobbuf.queues LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+-- The queue's row, without locking it (claimers must not queue up on it), or a clear error.
+CREATE FUNCTION jobbuf.known_queue(queue text)
+RETURNS jobbuf.queues LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     q jobbuf.queues;
 BEGIN
-    SELECT * INTO q FROM jobbuf.queues WHERE name = queue FOR UPDATE;
+    PERFORM jobbuf.checked_queue_name(queue);
+    SELECT * INTO q FROM jobbuf.queues WHERE name = queue;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'jobbuf: unknown queue %', coalesce(quote_literal(queue), 'NULL')
+        RAISE EXCEPTION 'jobbuf: unknown queue %', quote_literal(queue)
             USING ERRCODE = 'undefined_object',
                   HINT = 'create it with jobbuf_create_queue(name, target, options)';
     END IF;
     RETURN q;
+END $$;
+
+-- The same, locked for an administrative change.
+CREATE FUNCTION jobbuf.locked_queue(queue text)
+RETURNS jobbuf.queues LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM 1 FROM jobbuf.queues q WHERE q.name = queue FOR UPDATE;
+    RETURN jobbuf.known_queue(queue);
 END $$;
 
 CREATE FUNCTION jobbuf_create_queue(queue text, target text DEFAULT 'list', options jsonb DEFAULT '{}')

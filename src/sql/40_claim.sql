@@ -29,22 +29,6 @@
 -- The lock keys are (class, hashtext(...)) pairs with jobbuf's own class numbers; a hash collision
 -- only makes a claimer skip a partition for the length of one claim transaction.
 
--- The queue's row, without locking it (claimers must not queue up on it), or a clear error.
-CREATE FUNCTION jobbuf.known_queue(queue text)
-RETURNS jobbuf.queues LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    q jobbuf.queues;
-BEGIN
-    PERFORM jobbuf.checked_queue_name(queue);
-    SELECT * INTO q FROM jobbuf.queues WHERE name = queue;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'jobbuf: unknown queue %', quote_literal(queue)
-            USING ERRCODE = 'undefined_object',
-                  HINT = 'create it with jobbuf_create_queue(name, target, options)';
-    END IF;
-    RETURN q;
-END $$;
-
 CREATE FUNCTION jobbuf.checked_group_id(group_id uuid)
 RETURNS uuid LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
