@@ -224,6 +224,17 @@ pgbench_tps() {  # pgbench_tps SCRIPT [pgbench options]: prints tps (excluding c
   echo "$out" | awk '/^tps = / { printf "%.1f\n", $3; exit }'
 }
 
+# worker_during_staging "W B D" "W B D" TICKS: what the worker did while pgbench ran (wake-ups,
+# batches, jobs) and its CPU per job: the part of the staging cost that is the drain's.
+worker_during_staging() {
+  local w0 b0 d0 w1 b1 d1
+  read -r w0 b0 d0 <<<"${1//|/ }"; read -r w1 b1 d1 <<<"${2//|/ }"
+  local hz; hz=$(getconf CLK_TCK)
+  awk -v w=$((w1 - w0)) -v b=$((b1 - b0)) -v d=$((d1 - d0)) -v t="$3" -v hz="$hz" 'BEGIN {
+    printf "  worker while staging: %d wake-ups, %d batches, %.1f jobs/batch, CPU %.1f us/job\n",
+      w, b, (b ? d / b : 0), (d ? t / hz * 1e6 / d : 0) }'
+}
+
 staging_reset() {
   jb_sql "TRUNCATE bench.plain_jobs" >/dev/null
   wait_queue_empty bench_stage 60 || fail "the worker did not drain bench_stage"
@@ -243,12 +254,19 @@ phase_staging() {
       [ $form = one ] && sides="plain jobbuf orm orm jobbuf plain"
       for side in $sides; do
         staging_reset
+        local before ticks0 after
+        before=$(jb_sql "SELECT wakeups, batches, delivered FROM jobbuf_worker_status()")
+        ticks0=$(cpu_ticks "$WORKER_PID")
         case $side in
           plain) tps=$(pgbench_tps $plain_script) ;;
           jobbuf) tps=$(pgbench_tps $jobbuf_script) ;;
           orm) tps=$(pgbench_tps bench/pgbench/orm_insert_one.sql) ;;
         esac
         echo "staging $form, round $r, $side: $tps tps"
+        if [ "$side" != plain ]; then
+          after=$(jb_sql "SELECT wakeups, batches, delivered FROM jobbuf_worker_status()")
+          worker_during_staging "$before" "$after" $(( $(cpu_ticks "$WORKER_PID") - ticks0 ))
+        fi
         result stage_${form}_$side "$tps"
       done
     done

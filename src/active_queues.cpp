@@ -2,6 +2,8 @@
 #include "pg_includes.h"
 
 #include "active_queues.h"
+#include "commit_wakeup.h"
+#include "shared_state.h"
 #include "worker_transaction.h"
 
 extern "C" {
@@ -9,6 +11,7 @@ extern "C" {
 #include "commands/extension.h"
 #include "common/hashfn.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 }
 
 namespace {
@@ -16,6 +19,12 @@ namespace {
 SPIPlanPtr queues_plan = nullptr;
 char schema_name[NAMEDATALEN * 2 + 3];
 char marker_key_buffer[128];
+
+// The list current_active_queues returned last, and the queues_generation it was read at.
+bool list_loaded = false;
+uint32 list_generation = 0;
+ActiveQueue* list_queues = nullptr;
+int list_count = 0;
 
 }  // namespace
 
@@ -44,7 +53,9 @@ static uint32 note_installation(Oid extension_oid)
     return hash_bytes(reinterpret_cast<const unsigned char*>(seed), sizeof(seed));
 }
 
-int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
+// Loads the queues the worker pushes (not paused, target list/stream/sidekiq) into an array
+// allocated in cxt, in its own transaction. Returns -1 when the extension is not installed.
+static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
 {
     begin_worker_transaction("jobbuf: loading queues");
     Oid extension_oid = get_extension_oid("jobbuf", true);
@@ -82,6 +93,7 @@ int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
         bool isnull = false;
         ActiveQueue* q = &list[i];
         strlcpy(q->name, TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull)), NAMEDATALEN);
+        q->wake_bit = queue_wake_bit(q->name);
         q->spec.kind = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
         q->spec.key = MemoryContextStrdup(cxt, TextDatumGetCString(SPI_getbinval(tuple, desc, 3, &isnull)));
         q->spec.maxlen = DatumGetInt64(SPI_getbinval(tuple, desc, 4, &isnull));
@@ -100,4 +112,27 @@ int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
     commit_worker_transaction();
     *queues = list;
     return count;
+}
+
+int current_active_queues(MemoryContext cxt, ActiveQueue** queues, bool reload)
+{
+    // Read before the load's snapshot is taken: a change committed after this read bumps the
+    // generation again and is picked up by the next call.
+    uint32 generation = jobbuf_shared ? pg_atomic_read_u32(&jobbuf_shared->queues_generation) : 0;
+    if (reload || !list_loaded || generation != list_generation) {
+        list_loaded = false;
+        MemoryContextReset(cxt);
+        list_count = load_active_queues(cxt, &list_queues);
+        if (list_count < 0)
+            return -1;
+        list_loaded = true;
+        list_generation = generation;
+    }
+    *queues = list_queues;
+    return list_count;
+}
+
+void forget_active_queues(void)
+{
+    list_loaded = false;
 }

@@ -1,4 +1,4 @@
-// Postgres regime: the queues the worker pushes, read from jobbuf.queues at each wake-up, and the
+// Postgres regime: the queues the worker pushes, read from jobbuf.queues when they change, and the
 // identity (marker key, Sidekiq jid salt) of this cluster and database.
 #pragma once
 #include "pg_includes.h"
@@ -11,18 +11,23 @@ struct ActiveQueue {
     int batch_size;                  // 0: jobbuf.batch_size (group delivery: jobbuf_claim's default)
     bool group_delivery;             // delivery 'group': one message per claimed group
     const char* group_class;         // sidekiq group delivery: the job class given [group_id]
+    uint64 wake_bit;                 // queue_wake_bit(name): set when a commit staged into it
 };
 
-// Loads the queues the worker pushes (not paused, target list/stream/sidekiq) into an array
-// allocated in cxt, in its own transaction. Returns -1 when the extension is not installed.
-int load_active_queues(MemoryContext cxt, ActiveQueue** queues);
+// The worker's queue list in cxt, reloaded (in its own transaction) only when a commit changed
+// jobbuf.queues since the last load, when reload is true, or when the last load failed or found
+// no extension. Returns the number of queues, or -1 when the extension is not installed.
+int current_active_queues(MemoryContext cxt, ActiveQueue** queues, bool reload);
 
-// The extension's schema, quoted, as of the last load_active_queues ("" before).
+// Makes the next current_active_queues reload (after a database error, for instance).
+void forget_active_queues(void);
+
+// The extension's schema, quoted, as of the last load ("" before).
 const char* extension_schema(void);
 
 // The batch marker's key, unique to this cluster, database and installation of the extension
 // (job ids start again at 1 after DROP EXTENSION; the old marker must not name the new jobs).
-// As of the last load_active_queues ("" before).
+// As of the last load ("" before).
 const char* marker_key(void);
 
 // The name of the worker's Redis connections: "jobbuf-<system identifier>-<database oid>".

@@ -1,6 +1,7 @@
-// Postgres regime: the commit wake-up. A backend-local flag records that the transaction staged
-// jobs; the transaction callback, registered once per process, sets the worker's latch after the
-// commit. The callback only touches an atomic and a latch: it runs after the commit and cannot fail.
+// Postgres regime: the commit wake-up. Backend-local state records which queues the transaction
+// staged into; the transaction callback, registered once per process, publishes that to the
+// worker after the commit and sets its latch when the worker had nothing pending. The callback
+// only touches atomics and a latch: it runs after the commit and cannot fail.
 #include "pg_includes.h"
 
 #include "commit_wakeup.h"
@@ -8,13 +9,26 @@
 
 extern "C" {
 #include "access/xact.h"
+#include "common/hashfn.h"
 }
 
-static bool jobs_staged_in_transaction = false;
+static uint64 staged_queue_bits = 0;    // wake bits of the queues this transaction staged into
+static bool queues_changed = false;     // this transaction changed jobbuf.queues
 
-void note_jobs_staged(void)
+uint64 queue_wake_bit(const char* queue)
 {
-    jobs_staged_in_transaction = true;
+    return UINT64CONST(1) << (hash_bytes(reinterpret_cast<const unsigned char*>(queue), strlen(queue)) % 64);
+}
+
+void note_jobs_staged(const char* queue)
+{
+    staged_queue_bits |= queue_wake_bit(queue);
+}
+
+void note_queues_changed(void)
+{
+    staged_queue_bits = PG_UINT64_MAX;
+    queues_changed = true;
 }
 
 static void wake_worker(void)
@@ -22,9 +36,12 @@ static void wake_worker(void)
     JobbufSharedState* state = jobbuf_shared;
     if (state == nullptr || state->worker_database != MyDatabaseId)
         return;
-    // One SetLatch per batch of commits: the worker clears wake_requested before it scans, so a
-    // commit after that scan starts sets the latch again.
-    if (pg_atomic_exchange_u32(&state->wake_requested, 1) == 0) {
+    if (queues_changed)
+        pg_atomic_fetch_add_u32(&state->queues_generation, 1);
+    // One SetLatch per batch of commits: the worker empties staged_queues when it starts a round,
+    // so only the first commit after that finds it empty and sets the latch. While the worker is
+    // busy or disabled the set stays non-empty and committers send no signal.
+    if (pg_atomic_fetch_or_u64(&state->staged_queues, staged_queue_bits) == 0) {
         Latch* latch = state->worker_latch;
         if (latch != nullptr)
             SetLatch(latch);
@@ -36,14 +53,16 @@ static void on_transaction_event(XactEvent event, void* arg)
     switch (event) {
     case XACT_EVENT_COMMIT:
     case XACT_EVENT_PARALLEL_COMMIT:
-        if (jobs_staged_in_transaction)
+        if (staged_queue_bits != 0)
             wake_worker();
-        jobs_staged_in_transaction = false;
+        staged_queue_bits = 0;
+        queues_changed = false;
         break;
     case XACT_EVENT_ABORT:
     case XACT_EVENT_PARALLEL_ABORT:
-    case XACT_EVENT_PREPARE:  // COMMIT PREPARED runs elsewhere: the poll interval covers it
-        jobs_staged_in_transaction = false;
+    case XACT_EVENT_PREPARE:  // COMMIT PREPARED runs elsewhere: the worker's full rounds cover it
+        staged_queue_bits = 0;
+        queues_changed = false;
         break;
     default:
         break;

@@ -1,8 +1,18 @@
-// Postgres regime: wakes the drain worker when a transaction that staged jobs commits.
+// Postgres regime: wakes the drain worker when a transaction that staged jobs commits, and tells
+// it which queues got new jobs and whether the queue definitions changed.
 #pragma once
+#include "pg_includes.h"
 
-// Marks the current transaction as having staged jobs (called by the jobs trigger).
-void note_jobs_staged(void);
+// The wake bit of a queue: one of 64, from a hash of its name (queues may share a bit; a shared
+// bit only costs the worker a look at a queue that has nothing new).
+uint64 queue_wake_bit(const char* queue);
+
+// Marks the current transaction as having staged jobs into queue (called by the jobs trigger).
+void note_jobs_staged(const char* queue);
+
+// Marks the current transaction as having changed jobbuf.queues (called by the queues trigger):
+// at commit the worker reloads its queue list and looks at every queue.
+void note_queues_changed(void);
 
 // Registers the transaction callback; called once per process from _PG_init.
 void register_commit_wakeup(void);

@@ -8,7 +8,7 @@
 #include "drain_batch.h"
 #include "drain_group.h"
 #include "reconcile.h"
-#include "round_cursors.h"
+#include "round_queues.h"
 #include "drop_database_guard.h"
 #include "problem_log.h"
 #include "settings.h"
@@ -40,7 +40,7 @@ constexpr int kErrorBackoffMs = 1000;
 
 struct WorkerState {
     DrainContext ctx;
-    MemoryContext queue_cxt;       // the active queue list, reset each round
+    MemoryContext queue_cxt;       // the active queue list, reset when it is reloaded
     bool reconcile_needed;
     int backoff_ms;
     TimestampTz next_attempt;      // no Redis attempt before this time
@@ -48,6 +48,8 @@ struct WorkerState {
     char client_name[128];
     uint32 rotation;
     bool fencing_warned;
+    bool full_round_due;           // the next round looks at every queue
+    TimestampTz next_full_round;   // ... and so does the first round after this time
 };
 
 WorkerState* state = nullptr;
@@ -169,6 +171,7 @@ bool run_guarded(Fn fn)
 void database_failed(void)
 {
     state->reconcile_needed = true;
+    forget_active_queues();
     state->next_attempt = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), kErrorBackoffMs);
 }
 
@@ -229,14 +232,13 @@ void batch_failed(const BatchResult& result)
         redis_failed(result.message);
 }
 
-// Loads the queue list (once per pass, so that a pause or an option change applies from the next
-// batch on) and points the marker at this installation of the extension. Returns the number of
-// queues, or -1 when there is nothing to do (extension missing, or an error: backoff is set).
-int load_pass(ActiveQueue** queues)
+// The queue list for the next pass (reloaded only when jobbuf.queues changed, or on a full round)
+// with the marker pointed at this installation of the extension. Returns the number of queues, or
+// -1 when there is nothing to do (extension missing, or an error: backoff is set).
+int load_pass(ActiveQueue** queues, bool reload)
 {
-    MemoryContextReset(state->queue_cxt);
     int nqueues = 0;
-    if (!run_guarded([&] { nqueues = load_active_queues(state->queue_cxt, queues); })) {
+    if (!run_guarded([&] { nqueues = current_active_queues(state->queue_cxt, queues, reload); })) {
         database_failed();
         return -1;
     }
@@ -251,8 +253,26 @@ int load_pass(ActiveQueue** queues)
     return nqueues;
 }
 
-// One wake-up's work: passes over every active queue, one batch (or group) per queue per pass,
-// until no queue has a full batch left. Returns the milliseconds to sleep before the next round.
+// The wake bits of the queues this round looks at: those that commits staged into since the last
+// round, or every queue on a full round. A full round runs every poll_interval (jobs whose run_at
+// came due, expired group leases, commits the wake-up cannot see such as COMMIT PREPARED) and
+// after any round that did not finish (an error, a backoff, the worker disabled).
+uint64 take_round_queues(bool* full)
+{
+    uint64 wanted = jobbuf_shared ? pg_atomic_exchange_u64(&jobbuf_shared->staged_queues, 0) : PG_UINT64_MAX;
+    TimestampTz now = GetCurrentTimestamp();
+    *full = state->full_round_due || now >= state->next_full_round;
+    if (*full) {
+        wanted = PG_UINT64_MAX;
+        state->next_full_round = TimestampTzPlusMilliseconds(now, jobbuf_poll_interval);
+    }
+    state->full_round_due = true;  // until this round finishes
+    return wanted;
+}
+
+// One wake-up's work: passes over the queues with new work, one batch (or group) per queue per
+// pass, until none of them has a full batch left. Returns the milliseconds to sleep before the
+// next round.
 long drain_round(void)
 {
     long sleep_ms = jobbuf_poll_interval;
@@ -262,12 +282,15 @@ long drain_round(void)
         return Min(wait_ms, sleep_ms);
     }
 
-    reset_round_cursors();
+    bool full = false;
+    uint64 wanted = take_round_queues(&full);
+    reset_round_queues();
     bool delivered_any = false;
     for (bool more = true; more;) {
         more = false;
         ActiveQueue* queues = nullptr;
-        int nqueues = load_pass(&queues);
+        int nqueues = load_pass(&queues, full);
+        full = false;
         if (nqueues < 0)
             return sleep_ms;  // after an error, next_attempt holds the next round back
         if (nqueues == 0)
@@ -278,28 +301,32 @@ long drain_round(void)
         uint32 start = state->rotation++;
         for (int k = 0; k < nqueues; k++) {
             const ActiveQueue* q = &queues[(start + k) % nqueues];
+            RoundQueue* rq = round_queue(q->name, (wanted & q->wake_bit) != 0);
+            if (!rq->pending)
+                continue;
             CHECK_FOR_INTERRUPTS();
             reload_settings_if_asked();
             if (!jobbuf_enabled || drain_worker_must_leave())
                 return sleep_ms;
             BatchResult result{};
-            int64* cursor = round_cursor(q->name);
-            int64 started_after = *cursor;
+            int64 started_after = rq->after_id;
             if (!run_guarded([&] {
-                    result = q->group_delivery ? drain_one_group(&state->ctx, q) : drain_one_batch(&state->ctx, q, cursor);
+                    result = q->group_delivery ? drain_one_group(&state->ctx, q) : drain_one_batch(&state->ctx, q, &rq->after_id);
                 })) {
                 database_failed();
                 return kErrorBackoffMs;
             }
+            // A full batch: the queue has more. A short one after a cursor: the backlog is
+            // drained, and one more batch from the head of the queue picks up the jobs that
+            // committed behind the cursor.
+            rq->pending = result.outcome == BatchOutcome::Full;
             if (started_after > 0 && (result.outcome == BatchOutcome::Partial || result.outcome == BatchOutcome::Empty)) {
-                *cursor = 0;  // the backlog is drained: one more batch from the start of the queue
-                more = true;
+                rq->after_id = 0;
+                rq->pending = true;
             }
+            more = more || rq->pending;
             switch (result.outcome) {
             case BatchOutcome::Full:
-                more = true;
-                delivered_any = true;
-                break;
             case BatchOutcome::Partial:
                 delivered_any = true;
                 break;
@@ -311,6 +338,7 @@ long drain_round(void)
             }
         }
     }
+    state->full_round_due = false;
     if (delivered_any)
         redis_succeeded();
     return sleep_ms;
@@ -352,6 +380,7 @@ void jobbuf_drain_main(Datum arg)
     void* waiter_memory = MemoryContextAlloc(TopMemoryContext, sizeof(LatchIoWaiter));
     state->ctx.waiter = new (waiter_memory) LatchIoWaiter();
     state->reconcile_needed = true;
+    state->full_round_due = true;
     worker_client_name(state->client_name, sizeof(state->client_name));
 
     use_index_plans();
@@ -369,13 +398,10 @@ void jobbuf_drain_main(Datum arg)
         }
 
         long sleep_ms = jobbuf_poll_interval;
-        if (jobbuf_enabled && !RecoveryInProgress()) {
-            // Cleared before the scan, so that a commit after it wakes us again. While disabled it
-            // stays set: committers then skip the latch (a signal per commit otherwise).
-            if (jobbuf_shared)
-                pg_atomic_write_u32(&jobbuf_shared->wake_requested, 0);
+        // While disabled, staged_queues stays non-empty: committers then skip the latch (a
+        // signal per commit otherwise).
+        if (jobbuf_enabled && !RecoveryInProgress())
             sleep_ms = drain_round();
-        }
 
         if (state->ctx.waiter->take_wakeup() && state->next_attempt <= GetCurrentTimestamp())
             continue;  // a commit arrived while we talked to Redis: scan again

@@ -32,7 +32,8 @@ static void attach_shared_state(void)
         ShmemInitStruct("jobbuf", sizeof(JobbufSharedState), &found));
     if (!found) {
         memset(state, 0, sizeof(*state));
-        pg_atomic_init_u32(&state->wake_requested, 0);
+        pg_atomic_init_u64(&state->staged_queues, PG_UINT64_MAX);  // the first round looks everywhere
+        pg_atomic_init_u32(&state->queues_generation, 0);
         pg_atomic_init_u64(&state->wakeups, 0);
         pg_atomic_init_u64(&state->batches, 0);
         pg_atomic_init_u64(&state->delivered, 0);

@@ -13,8 +13,12 @@ extern "C" {
 constexpr int kStatusErrorLen = 256;
 
 struct JobbufSharedState {
-    // Wake-up path: committers set wake_requested and the worker's latch (if published).
-    pg_atomic_uint32 wake_requested;
+    // Wake-up path (commit_wakeup.cpp): committers OR the wake bits of the queues they staged
+    // into and set the worker's latch (if published) when the set was empty; the worker takes
+    // the set at the start of each drain round. All bits set: look at every queue.
+    pg_atomic_uint64 staged_queues;
+    // Bumped after each commit that changed jobbuf.queues: the worker reloads its queue list.
+    pg_atomic_uint32 queues_generation;
     Latch* worker_latch;     // the drain worker's MyLatch; NULL when none runs
     Oid worker_database;     // database the drain worker is connected to
 

@@ -98,7 +98,7 @@ JOBBUF_SQL_FUNCTION(jobbuf_staged_job_trigger)
         row = heap_modify_tuple(row, desc, values, nulls, replace);
     }
 
-    note_jobs_staged();
+    note_jobs_staged(queue);
     return PointerGetDatum(row);
 }
 
@@ -108,6 +108,6 @@ JOBBUF_SQL_FUNCTION(jobbuf_queues_changed_trigger)
         ereport(ERROR, (errmsg("jobbuf: queues_changed_trigger must be called as a trigger")));
     auto* trigger = reinterpret_cast<TriggerData*>(fcinfo->context);
     invalidate_queue_caches(RelationGetRelid(trigger->tg_relation));
-    note_jobs_staged();  // a created, resumed or re-configured queue may have work
+    note_queues_changed();  // a created, resumed or re-configured queue may have work
     return PointerGetDatum(nullptr);
 }

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# A commit wakes the worker for the queues it staged into, not for every queue: with 20 active
+# queues, single-job commits into one of them cost the worker one batch each, not 20. Counted with
+# the scans of jobs_waiting (every batch statement scans it once). Queues nobody staged into are
+# still looked at on the poll_interval's full rounds (run_at.sh, paused.sh cover those).
+source "$(dirname "$0")/tools/lib.sh"
+
+e2e_start "jobbuf.poll_interval = '30s'"
+jb_psql -q -o /dev/null -c "SELECT jobbuf_create_queue('q' || n, 'list') FROM generate_series(1, 20) n"
+
+# Worker statistics reach pg_stat_user_indexes when the worker reports them, at most once a second,
+# after a transaction: deliver one job more than a second after the last one to flush.
+deliver_one() {  # deliver_one N: stage job N into q7 and wait until Redis has N jobs
+  jb_sql "SELECT jobbuf_stage('q7', jsonb_build_object('n', $1))" >/dev/null
+  jb_wait_until "[ \"\$(jb_redis LLEN jobbuf:q7)\" = $1 ]" 5 || fail "job $1 of q7 was not delivered"
+}
+waiting_scans() {
+  jb_sql "SELECT idx_scan FROM pg_stat_user_indexes WHERE schemaname = 'jobbuf' AND indexrelname = 'jobs_waiting'"
+}
+deliver_one 1
+sleep 1.2
+deliver_one 2
+before=$(waiting_scans)
+
+for n in $(seq 3 12); do
+  deliver_one "$n"
+  sleep 0.05
+done
+sleep 1.2
+deliver_one 13
+after=$(waiting_scans)
+
+scans=$((after - before))
+expect_le "11 single-job commits into 1 of 20 queues: jobs_waiting scans (one batch each)" "$scans" 22
+expect_eq "the other queues got nothing" "$(jb_redis KEYS 'jobbuf:q*' | sort | tr '\n' ' ')" "jobbuf:q7 "
+
+# A queue nobody staged into since the last round is still drained by the next full round:
+# a job inserted with triggers bypassed (as a restore or a replica-role session would) arrives
+# within the poll interval.
+jb_psql -q -o /dev/null <<'SQL'
+ALTER SYSTEM SET jobbuf.poll_interval = '1s';
+SELECT pg_reload_conf();
+SET session_replication_role = replica;
+INSERT INTO jobbuf.jobs (queue, payload) VALUES ('q3', '{"silent": true}');
+SQL
+if jb_wait_until '[ "$(jb_redis LLEN jobbuf:q3)" = 1 ]' 35; then
+  pass "a job committed without a wake-up is delivered by a full round"
+else
+  fail "a job committed without a wake-up was not delivered"
+fi
+checks_done
