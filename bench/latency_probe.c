@@ -70,7 +70,7 @@ int main(int argc, char** argv)
 
     PGconn* pg = PQconnectdb("");
     if (PQstatus(pg) != CONNECTION_OK) { fprintf(stderr, "latency_probe: %s", PQerrorMessage(pg)); return 1; }
-    struct timeval tv = {10, 0};
+    struct timeval tv = {40, 0};  // connect and read timeout: longer than BLPOP's 30 s
     redisContext* redis = redisConnectWithTimeout("127.0.0.1", redis_port, tv);
     if (redis == NULL || redis->err) { fprintf(stderr, "latency_probe: cannot connect to Redis\n"); return 1; }
     FILE* out = out_path ? fopen(out_path, "a") : NULL;

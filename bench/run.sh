@@ -12,7 +12,7 @@
 #   BENCH_STAGE_ROUNDS [2]         rounds of (plain, jobbuf, jobbuf, plain); the table shows the best
 #   BENCH_LAT_SECONDS [10]         each latency scenario (idle, 2000/s, 5000/s)
 #   BENCH_SUSTAIN_SECONDS [60]     each sustained run (normal, then with a held transaction; 600 for the full run)
-#   BENCH_SUSTAIN_RATE []          jobs/s offered in the sustained runs [70% of the measured list drain rate]
+#   BENCH_SUSTAIN_RATE []          jobs/s offered in the sustained runs [70% of what staging and drain sustain together]
 #   BENCH_FSYNC [off]              fsync of the benchmark cluster (synchronous_commit is always on)
 #   BENCH_PHASES [drain staging latency sustain]   a subset to run; add "profile" for a perf profile
 #   BENCH_BUILD [1]                0: skip `make && make install` (use the installed extension)
@@ -326,9 +326,14 @@ phase_sustain() {
   worker_enabled on
   local rate=$BENCH_SUSTAIN_RATE max
   if [ -z "$rate" ]; then
-    max=$(awk -F= '$1 == "drain_list_jobbuf" { print $2 }' "$RESULTS")
-    [ -n "$max" ] || fail "BENCH_SUSTAIN_RATE is needed when the drain phase does not run"
-    rate=$(awk -v m="$max" 'BEGIN { printf "%.0f", 0.7 * m }')
+    # The producers and the worker share this machine's cores: the rate both sides can sustain
+    # together is 1 / (1/drain + 1/staging), from the best drain and batch-staging figures.
+    local stage
+    max=$(awk -F= '$1 == "drain_list_jobbuf" && $2 > m { m = $2 } END { print m }' "$RESULTS")
+    stage=$(awk -F= '$1 == "stage_batch_jobbuf" && $2 * 100 > m { m = $2 * 100 } END { print m }' "$RESULTS")
+    [ -n "$max" ] && [ -n "$stage" ] || fail "BENCH_SUSTAIN_RATE is needed when the drain and staging phases do not run"
+    rate=$(awk -v d="$max" -v s="$stage" 'BEGIN { printf "%.0f", 0.7 / (1 / d + 1 / s) }')
+    echo "drain $max jobs/s and batch staging $stage jobs/s on the same cores: together $(awk -v d="$max" -v s="$stage" 'BEGIN { printf "%.0f", 1 / (1 / d + 1 / s) }') jobs/s; 70% of it: $rate"
   fi
   result sustain_rate "$rate"
   say "sustained load: $rate jobs/s (100 per transaction) for ${BENCH_SUSTAIN_SECONDS}s, samples every 5 s"

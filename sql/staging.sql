@@ -95,3 +95,24 @@ SELECT pg_typeof(pid) AS pid, pg_typeof(database) AS database, pg_typeof(running
        pg_typeof(last_error_at) AS last_error_at, pg_typeof(wakeups) AS wakeups,
        pg_typeof(batches) AS batches, pg_typeof(delivered) AS delivered
 FROM jobbuf_worker_status();
+
+-- A jobs table changed by its owner: jobbuf_stage still validates, and what the owner added
+-- applies to it as to an INSERT: a CHECK constraint, and a trigger of their own (which fires).
+ALTER TABLE jobbuf.jobs ADD CONSTRAINT small_payload CHECK (octet_length(payload::text) < 40);
+SELECT jobbuf_stage('s_list', '{"short": true}'::jsonb) IS NOT NULL AS short_staged;
+\set VERBOSITY terse
+SELECT jobbuf_stage('s_list', jsonb_build_object('long', repeat('x', 50)));
+SELECT count(*) FROM jobbuf_stage('s_list', ARRAY['{"a": 1}', jsonb_build_object('long', repeat('x', 50))]);
+\set VERBOSITY default
+ALTER TABLE jobbuf.jobs DROP CONSTRAINT small_payload;
+CREATE TABLE staged_audit (job_id bigint, queue text);
+CREATE FUNCTION audit_staged() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN INSERT INTO staged_audit VALUES (NEW.id, NEW.queue); RETURN NULL; END $$;
+CREATE TRIGGER audit_staged AFTER INSERT ON jobbuf.jobs FOR EACH ROW EXECUTE FUNCTION audit_staged();
+SELECT jobbuf_stage('s_list', '{"audited": 1}'::jsonb) AS audited_id \gset
+SELECT count(*) AS audited FROM jobbuf_stage('s_list', ARRAY['{"audited": 2}', '{"audited": 3}']::jsonb[]);
+SELECT count(*) AS audit_rows, bool_or(job_id = :audited_id) AS has_first FROM staged_audit;
+SELECT jobbuf_stage('nope', '{}'::jsonb);
+DROP TRIGGER audit_staged ON jobbuf.jobs;
+DROP TABLE staged_audit;
+DROP FUNCTION audit_staged();

@@ -13,6 +13,7 @@ extern "C" {
 }
 
 static uint64 staged_queue_bits = 0;    // wake bits of the queues this transaction staged into
+static int64 lowest_staged_id = PG_INT64_MAX;  // the lowest job id it staged
 static bool queues_changed = false;     // this transaction changed jobbuf.queues
 
 uint64 queue_wake_bit(const char* queue)
@@ -20,9 +21,10 @@ uint64 queue_wake_bit(const char* queue)
     return UINT64CONST(1) << (hash_bytes(reinterpret_cast<const unsigned char*>(queue), strlen(queue)) % 64);
 }
 
-void note_jobs_staged(const char* queue)
+void note_jobs_staged(const char* queue, int64 id)
 {
     staged_queue_bits |= queue_wake_bit(queue);
+    lowest_staged_id = Min(lowest_staged_id, id);
 }
 
 void note_queues_changed(void)
@@ -38,6 +40,14 @@ static void wake_worker(void)
         return;
     if (queues_changed)
         pg_atomic_fetch_add_u32(&state->queues_generation, 1);
+    // The lowest id before the queue bits: a worker that takes the bits has the id too (it takes
+    // them in the other order, see take_staged_work).
+    if (lowest_staged_id != PG_INT64_MAX) {
+        uint64 id = static_cast<uint64>(lowest_staged_id);
+        uint64 seen = pg_atomic_read_u64(&state->lowest_staged_id);
+        while (id < seen && !pg_atomic_compare_exchange_u64(&state->lowest_staged_id, &seen, id)) {
+        }
+    }
     // One SetLatch per batch of commits: the worker empties staged_queues when it starts a round,
     // so only the first commit after that finds it empty and sets the latch. While the worker is
     // busy or disabled the set stays non-empty and committers send no signal.
@@ -48,6 +58,26 @@ static void wake_worker(void)
     }
 }
 
+static void forget_transaction(void)
+{
+    staged_queue_bits = 0;
+    lowest_staged_id = PG_INT64_MAX;
+    queues_changed = false;
+}
+
+StagedWork take_staged_work(void)
+{
+    StagedWork work{PG_UINT64_MAX, PG_INT64_MAX};
+    if (jobbuf_shared == nullptr)
+        return work;
+    // Bits first, then the id: committers publish in the opposite order.
+    work.queue_bits = pg_atomic_exchange_u64(&jobbuf_shared->staged_queues, 0);
+    uint64 id = pg_atomic_exchange_u64(&jobbuf_shared->lowest_staged_id, PG_UINT64_MAX);
+    if (id != PG_UINT64_MAX)
+        work.lowest_id = static_cast<int64>(id);
+    return work;
+}
+
 static void on_transaction_event(XactEvent event, void* arg)
 {
     switch (event) {
@@ -55,14 +85,12 @@ static void on_transaction_event(XactEvent event, void* arg)
     case XACT_EVENT_PARALLEL_COMMIT:
         if (staged_queue_bits != 0)
             wake_worker();
-        staged_queue_bits = 0;
-        queues_changed = false;
+        forget_transaction();
         break;
     case XACT_EVENT_ABORT:
     case XACT_EVENT_PARALLEL_ABORT:
     case XACT_EVENT_PREPARE:  // COMMIT PREPARED runs elsewhere: the worker's full rounds cover it
-        staged_queue_bits = 0;
-        queues_changed = false;
+        forget_transaction();
         break;
     default:
         break;

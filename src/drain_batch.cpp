@@ -9,6 +9,7 @@
 // instead of pushing them again: the job reaches Redis once.
 #include "pg_includes.h"
 
+#include <algorithm>
 #include <new>
 
 #include "delivery_stats.h"
@@ -45,18 +46,18 @@ void prepare_plans(void)
             "  SELECT id FROM jobbuf.jobs"
             "  WHERE queue <= $1 AND (queue, id) > ($1, $4) AND group_id IS NULL AND ($3 OR run_at <= now())"
             "  ORDER BY queue, id LIMIT $2 FOR UPDATE SKIP LOCKED"
-            "), taken AS ("
-            "  DELETE FROM jobbuf.jobs j WHERE j.id = ANY (ARRAY(SELECT p.id FROM picked p))"
-            "  RETURNING j.id, j.payload, j.staged_at, j.run_at, j.partition_key, j.unique_key, j.attempts"
-            ") SELECT id,"
+            ")"
+            // A top-level DELETE: its RETURNING rows go straight to SPI, with no CTE tuplestore
+            // and no sort (the probe of jobs_pkey returns them in id order; take_batch checks).
+            " DELETE FROM jobbuf.jobs j WHERE j.id = ANY (ARRAY(SELECT p.id FROM picked p))"
+            " RETURNING j.id,"
             // Sidekiq: keys jobbuf sets itself are dropped from the payload, only when present.
-            "  CASE WHEN $3 AND payload ?| '{queue,jid,created_at,enqueued_at}'"
-            "       THEN (payload - '{queue,jid,created_at,enqueued_at}'::text[])::text"
-            "       ELSE payload::text END,"
-            "  date_part('epoch', staged_at), date_part('epoch', run_at),"
-            "  $3 AND payload ? 'retry',"
-            "  payload, partition_key, unique_key, staged_at, attempts"
-            " FROM taken ORDER BY id",
+            "  CASE WHEN $3 AND j.payload ?| '{queue,jid,created_at,enqueued_at}'"
+            "       THEN (j.payload - '{queue,jid,created_at,enqueued_at}'::text[])::text"
+            "       ELSE j.payload::text END,"
+            "  date_part('epoch', j.staged_at), date_part('epoch', j.run_at),"
+            "  $3 AND j.payload ? 'retry',"
+            "  j.payload, j.partition_key, j.unique_key, j.staged_at, j.attempts",
             4, types);
     }
     if (dead_plan == nullptr) {
@@ -94,6 +95,29 @@ void dead_letter(SPITupleTable* taken, uint64 row, const char* queue, const char
         elog(ERROR, "jobbuf: dead-letter insert failed: %s", SPI_result_code_string(rc));
 }
 
+int64 taken_id(SPITupleTable* taken, uint64 row)
+{
+    bool isnull = false;
+    return DatumGetInt64(SPI_getbinval(taken->vals[row], taken->tupdesc, 1, &isnull));
+}
+
+// Puts the taken rows in id order (the order a batch is pushed in) unless they already are:
+// they come in the order of the DELETE's index probe, which is id order in every plan the worker
+// allows, so this is a check that costs one comparison per row.
+void sort_by_id(SPITupleTable* taken, uint64 count)
+{
+    bool sorted = true;
+    for (uint64 i = 1; i < count && sorted; i++)
+        sorted = taken_id(taken, i - 1) < taken_id(taken, i);
+    if (sorted)
+        return;
+    std::sort(taken->vals, taken->vals + count, [taken](HeapTuple a, HeapTuple b) {
+        bool isnull = false;
+        return DatumGetInt64(SPI_getbinval(a, taken->tupdesc, 1, &isnull)) <
+               DatumGetInt64(SPI_getbinval(b, taken->tupdesc, 1, &isnull));
+    });
+}
+
 }  // namespace
 
 BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, int64* after_id)
@@ -113,7 +137,7 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, int64* afte
     Datum args[4] = {CStringGetTextDatum(q->name), Int32GetDatum(limit), BoolGetDatum(sidekiq),
                      Int64GetDatum(*after_id)};
     int rc = SPI_execute_plan(take_plan, args, nullptr, false, 0);
-    if (rc != SPI_OK_SELECT)
+    if (rc != SPI_OK_DELETE_RETURNING)
         elog(ERROR, "jobbuf: taking a batch failed: %s", SPI_result_code_string(rc));
     uint64 count = SPI_processed;
     SPITupleTable* taken = SPI_tuptable;
@@ -123,6 +147,7 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, int64* afte
         return result;
     }
 
+    sort_by_id(taken, count);
     auto* jobs = static_cast<StagedJob*>(palloc(sizeof(StagedJob) * count));
     for (uint64 i = 0; i < count; i++) {
         HeapTuple tuple = taken->vals[i];

@@ -1,14 +1,16 @@
 // Postgres regime: the drain worker's main loop. Connected to jobbuf.database, it sleeps on its
-// latch until a staging transaction commits (or poll_interval passes), then drains every active
-// queue round-robin, one batch per queue per turn, until no queue has a full batch left.
+// latch until a staging transaction commits (or poll_interval passes), then drains the queues
+// that commits staged into, round-robin, one batch per queue per turn, until none has a full
+// batch left; every poll_interval a full round looks at every active queue.
 // Redis problems and Postgres errors are caught, logged once, and retried with capped backoff:
 // the worker never exits because of bad data, bad configuration or an unavailable Redis.
 #include "pg_includes.h"
 
+#include "commit_wakeup.h"
 #include "drain_batch.h"
 #include "drain_group.h"
 #include "reconcile.h"
-#include "round_queues.h"
+#include "queue_progress.h"
 #include "drop_database_guard.h"
 #include "problem_log.h"
 #include "settings.h"
@@ -253,26 +255,39 @@ int load_pass(ActiveQueue** queues, bool reload)
     return nqueues;
 }
 
-// The wake bits of the queues this round looks at: those that commits staged into since the last
-// round, or every queue on a full round. A full round runs every poll_interval (jobs whose run_at
-// came due, expired group leases, commits the wake-up cannot see such as COMMIT PREPARED) and
-// after any round that did not finish (an error, a backoff, the worker disabled).
-uint64 take_round_queues(bool* full)
+// Whether this round looks at every queue: every poll_interval (jobs whose run_at came due,
+// expired group leases, commits the wake-up cannot see such as COMMIT PREPARED), and after any
+// round that did not finish (an error, a backoff, the worker disabled). A full round also starts
+// every queue's cursor at 0 again.
+bool start_round(void)
 {
-    uint64 wanted = jobbuf_shared ? pg_atomic_exchange_u64(&jobbuf_shared->staged_queues, 0) : PG_UINT64_MAX;
     TimestampTz now = GetCurrentTimestamp();
-    *full = state->full_round_due || now >= state->next_full_round;
-    if (*full) {
-        wanted = PG_UINT64_MAX;
+    bool full = state->full_round_due || now >= state->next_full_round;
+    if (full) {
         state->next_full_round = TimestampTzPlusMilliseconds(now, jobbuf_poll_interval);
+        forget_queue_progress();
     }
     state->full_round_due = true;  // until this round finishes
-    return wanted;
+    return full;
+}
+
+// Marks the queues that commits staged into since the last look as pending (all of them on a
+// full round's first pass) and rewinds the cursors past the lowest id those commits staged.
+void note_staged_work(const ActiveQueue* queues, int nqueues, bool all)
+{
+    StagedWork work = take_staged_work();
+    if (work.lowest_id != PG_INT64_MAX)
+        rewind_queue_cursors(work.lowest_id);
+    uint64 wanted = all ? PG_UINT64_MAX : work.queue_bits;
+    for (int k = 0; k < nqueues; k++)
+        if (wanted & queues[k].wake_bit)
+            queue_progress(queues[k].name)->pending = true;
 }
 
 // One wake-up's work: passes over the queues with new work, one batch (or group) per queue per
-// pass, until none of them has a full batch left. Returns the milliseconds to sleep before the
-// next round.
+// pass, until none of them has a full batch left; each pass also takes the commits that arrived
+// during the previous one, so a queue with a long backlog cannot hold back a queue with one new
+// job. Returns the milliseconds to sleep before the next round.
 long drain_round(void)
 {
     long sleep_ms = jobbuf_poll_interval;
@@ -282,17 +297,16 @@ long drain_round(void)
         return Min(wait_ms, sleep_ms);
     }
 
-    bool full = false;
-    uint64 wanted = take_round_queues(&full);
-    reset_round_queues();
+    bool full = start_round();
     bool delivered_any = false;
     for (bool more = true; more;) {
         more = false;
         ActiveQueue* queues = nullptr;
         int nqueues = load_pass(&queues, full);
-        full = false;
         if (nqueues < 0)
             return sleep_ms;  // after an error, next_attempt holds the next round back
+        note_staged_work(queues, nqueues, full);
+        full = false;
         if (nqueues == 0)
             break;
         if (!ensure_redis() || !reconcile_if_needed())
@@ -301,30 +315,22 @@ long drain_round(void)
         uint32 start = state->rotation++;
         for (int k = 0; k < nqueues; k++) {
             const ActiveQueue* q = &queues[(start + k) % nqueues];
-            RoundQueue* rq = round_queue(q->name, (wanted & q->wake_bit) != 0);
-            if (!rq->pending)
+            QueueProgress* progress = queue_progress(q->name);
+            if (!progress->pending)
                 continue;
             CHECK_FOR_INTERRUPTS();
             reload_settings_if_asked();
             if (!jobbuf_enabled || drain_worker_must_leave())
                 return sleep_ms;
             BatchResult result{};
-            int64 started_after = rq->after_id;
             if (!run_guarded([&] {
-                    result = q->group_delivery ? drain_one_group(&state->ctx, q) : drain_one_batch(&state->ctx, q, &rq->after_id);
+                    result = q->group_delivery ? drain_one_group(&state->ctx, q) : drain_one_batch(&state->ctx, q, &progress->after_id);
                 })) {
                 database_failed();
                 return kErrorBackoffMs;
             }
-            // A full batch: the queue has more. A short one after a cursor: the backlog is
-            // drained, and one more batch from the head of the queue picks up the jobs that
-            // committed behind the cursor.
-            rq->pending = result.outcome == BatchOutcome::Full;
-            if (started_after > 0 && (result.outcome == BatchOutcome::Partial || result.outcome == BatchOutcome::Empty)) {
-                rq->after_id = 0;
-                rq->pending = true;
-            }
-            more = more || rq->pending;
+            progress->pending = result.outcome == BatchOutcome::Full;  // a full batch: there may be more
+            more = more || progress->pending;
             switch (result.outcome) {
             case BatchOutcome::Full:
             case BatchOutcome::Partial:

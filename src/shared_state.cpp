@@ -34,6 +34,7 @@ static void attach_shared_state(void)
         memset(state, 0, sizeof(*state));
         pg_atomic_init_u64(&state->staged_queues, PG_UINT64_MAX);  // the first round looks everywhere
         pg_atomic_init_u32(&state->queues_generation, 0);
+        pg_atomic_init_u64(&state->lowest_staged_id, PG_UINT64_MAX);
         pg_atomic_init_u64(&state->wakeups, 0);
         pg_atomic_init_u64(&state->batches, 0);
         pg_atomic_init_u64(&state->delivered, 0);

@@ -17,6 +17,9 @@ struct JobbufSharedState {
     // into and set the worker's latch (if published) when the set was empty; the worker takes
     // the set at the start of each drain round. All bits set: look at every queue.
     pg_atomic_uint64 staged_queues;
+    // The lowest job id committed since the worker last looked (PG_UINT64_MAX: none): the worker
+    // rewinds its queue cursors to it (queue_progress.h).
+    pg_atomic_uint64 lowest_staged_id;
     // Bumped after each commit that changed jobbuf.queues: the worker reloads its queue list.
     pg_atomic_uint32 queues_generation;
     Latch* worker_latch;     // the drain worker's MyLatch; NULL when none runs

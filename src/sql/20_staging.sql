@@ -17,19 +17,15 @@ CREATE TRIGGER queues_invalidate AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON
 -- Stages one job in the caller's transaction and returns its id. With a unique_key that is
 -- already waiting in the queue it stages nothing and returns NULL (ON CONFLICT DO NOTHING on
 -- jobs_unique_waiting: a concurrent stager of the same key waits for the first one's outcome).
--- In C (src/stage_function.cpp): a kept INSERT plan, no search_path switch per call.
+-- In C (src/stage_function.cpp, src/job_inserter.cpp): the row is validated and inserted without
+-- a SQL statement; with a unique_key, or when jobbuf.jobs was altered, through a kept INSERT.
 CREATE FUNCTION jobbuf_stage(queue text, payload jsonb, run_at timestamptz DEFAULT NULL,
                              unique_key text DEFAULT NULL, partition_key text DEFAULT NULL)
 RETURNS bigint LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'jobbuf_stage_jsonb';
 
--- Many jobs in one call, ids in payload order. Names are qualified rather than pinned with a
--- SET search_path clause, which would cost a configuration switch on every call.
+-- Many jobs in one call, ids in payload order (the same C path, the table opened once).
 CREATE FUNCTION jobbuf_stage(queue text, payloads jsonb[])
-RETURNS SETOF bigint LANGUAGE sql AS $$
-    INSERT INTO jobbuf.jobs (queue, payload)
-    SELECT queue, p.payload FROM pg_catalog.unnest(payloads) WITH ORDINALITY AS p (payload, n) ORDER BY p.n
-    RETURNING id;
-$$;
+RETURNS SETOF bigint LANGUAGE c VOLATILE ROWS 100 AS 'MODULE_PATHNAME', 'jobbuf_stage_many';
 
 -- jobbuf_stage('q', '{"a": 1}') with an untyped literal would be ambiguous between the jsonb and
 -- jsonb[] forms; this text form wins that resolution (and serves drivers that bind text).

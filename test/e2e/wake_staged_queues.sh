@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A commit wakes the worker for the queues it staged into, not for every queue: with 20 active
 # queues, single-job commits into one of them cost the worker one batch each, not 20. Counted with
-# the scans of jobs_waiting (every batch statement scans it once). Queues nobody staged into are
-# still looked at on the poll_interval's full rounds (run_at.sh, paused.sh cover those).
+# the scans of jobs_waiting (every batch statement scans it once). A job that commits behind the
+# worker's cursor (a lower id than jobs already delivered) is delivered at once, not at the next
+# full round. Queues nobody staged into are still looked at on the poll_interval's full rounds.
 source "$(dirname "$0")/tools/lib.sh"
 
 e2e_start "jobbuf.poll_interval = '30s'"
@@ -33,6 +34,22 @@ after=$(waiting_scans)
 scans=$((after - before))
 expect_le "11 single-job commits into 1 of 20 queues: jobs_waiting scans (one batch each)" "$scans" 22
 expect_eq "the other queues got nothing" "$(jb_redis KEYS 'jobbuf:q*' | sort | tr '\n' ' ')" "jobbuf:q7 "
+
+# Out of id order: a transaction stages a job (lower id) and commits after later jobs of the same
+# queue were delivered; with a 30 s poll only the commit's own wake-up can deliver it.
+jb_psql -q -o /dev/null -c "BEGIN" -c "SELECT jobbuf_stage('q7', '{\"late\": true}'::jsonb)" \
+  -c "SELECT pg_sleep(1.5)" -c "COMMIT" &
+slow=$!
+sleep 0.3
+deliver_one 14
+deliver_one 15
+wait "$slow"
+if jb_wait_until '[ "$(jb_redis LLEN jobbuf:q7)" = 16 ]' 3; then
+  pass "a job committed behind the delivered ones arrives at once (poll_interval 30 s)"
+else
+  fail "a job committed out of id order was not delivered within 3 s"
+fi
+expect_eq "it is the late job" "$(jb_redis LINDEX jobbuf:q7 -1)" '{"late": true}'
 
 # A queue nobody staged into since the last round is still drained by the next full round:
 # a job inserted with triggers bypassed (as a restore or a replica-role session would) arrives

@@ -1,0 +1,149 @@
+// Postgres regime: direct inserts into jobbuf.jobs (see job_inserter.h).
+#include "pg_includes.h"
+
+#include "commit_wakeup.h"
+#include "job_inserter.h"
+#include "job_validation.h"
+
+extern "C" {
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "commands/sequence.h"
+#include "commands/trigger.h"
+#include "executor/executor.h"
+#include "nodes/makefuncs.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+}
+
+struct JobInserter {
+    Relation jobs;
+    Oid id_sequence;
+    EState* estate;
+    ResultRelInfo* result_rel;
+    TupleTableSlot* slot;
+    Datum now;  // transaction start: the default of run_at and staged_at
+};
+
+namespace {
+
+const char* const kColumnNames[kJobsColumns] = {
+    "id", "queue", "payload", "run_at", "unique_key", "partition_key",
+    "staged_at", "attempts", "last_error", "group_id", "lease_until",
+};
+
+// True when jobbuf.jobs is exactly as the extension created it, as far as inserting goes.
+bool jobs_table_is_pristine(Relation rel)
+{
+    if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relrowsecurity)
+        return false;
+    if (SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA)
+        return false;  // the validation trigger does not fire: neither do we
+    TriggerDesc* triggers = rel->trigdesc;
+    if (triggers == nullptr || triggers->numtriggers != 1 ||
+        strcmp(triggers->triggers[0].tgname, "jobs_validate_and_wake") != 0 ||
+        triggers->triggers[0].tgenabled != TRIGGER_FIRES_ON_ORIGIN)
+        return false;
+    TupleDesc desc = RelationGetDescr(rel);
+    if (desc->natts != kJobsColumns)
+        return false;
+    for (int i = 0; i < kJobsColumns; i++) {
+        Form_pg_attribute column = TupleDescAttr(desc, i);
+        if (column->attisdropped || column->attgenerated || strcmp(NameStr(column->attname), kColumnNames[i]) != 0)
+            return false;
+    }
+    return true;
+}
+
+// The permissions of INSERT INTO jobbuf.jobs (queue, payload, run_at, unique_key, partition_key)
+// ... RETURNING id: what a producer is granted (90_privileges.sql).
+RangeTblEntry* insert_range_table_entry(Relation rel)
+{
+    RangeTblEntry* rte = makeNode(RangeTblEntry);
+    rte->rtekind = RTE_RELATION;
+    rte->relid = RelationGetRelid(rel);
+    rte->relkind = rel->rd_rel->relkind;
+    rte->rellockmode = RowExclusiveLock;
+    rte->requiredPerms = ACL_INSERT | ACL_SELECT;
+    static const int inserted[] = {kJobsQueue, kJobsPayload, kJobsRunAt, kJobsUniqueKey, kJobsPartitionKey};
+    for (int column : inserted)
+        rte->insertedCols = bms_add_member(rte->insertedCols, column - FirstLowInvalidHeapAttributeNumber);
+    rte->selectedCols = bms_add_member(nullptr, kJobsId - FirstLowInvalidHeapAttributeNumber);
+    return rte;
+}
+
+}  // namespace
+
+JobInserter* job_inserter_open(void)
+{
+    Oid schema = get_namespace_oid("jobbuf", false);
+    Oid jobs_oid = get_relname_relid("jobs", schema);
+    Oid sequence = get_relname_relid("jobs_id_seq", schema);
+    if (!OidIsValid(jobs_oid) || !OidIsValid(sequence))
+        return nullptr;
+    Relation jobs = table_open(jobs_oid, RowExclusiveLock);
+    if (!jobs_table_is_pristine(jobs)) {
+        table_close(jobs, NoLock);
+        return nullptr;
+    }
+    List* range_table = list_make1(insert_range_table_entry(jobs));
+    ExecCheckRTPerms(range_table, true);
+
+    auto* inserter = static_cast<JobInserter*>(palloc0(sizeof(JobInserter)));
+    inserter->jobs = jobs;
+    inserter->id_sequence = sequence;
+    inserter->estate = CreateExecutorState();
+    ExecInitRangeTable(inserter->estate, range_table);
+    inserter->result_rel = makeNode(ResultRelInfo);
+    InitResultRelInfo(inserter->result_rel, jobs, 1, nullptr, 0);
+    ExecOpenIndices(inserter->result_rel, false);
+    inserter->slot = ExecInitExtraTupleSlot(inserter->estate, RelationGetDescr(jobs), &TTSOpsVirtual);
+    inserter->now = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+    return inserter;
+}
+
+int64 job_inserter_insert(JobInserter* inserter, text* queue, const char* queue_name, Datum payload,
+                          const Datum* run_at, const Datum* partition_key)
+{
+    TupleTableSlot* slot = inserter->slot;
+    ExecClearTuple(slot);
+    Datum* values = slot->tts_values;
+    bool* nulls = slot->tts_isnull;
+    for (int i = 0; i < kJobsColumns; i++)
+        nulls[i] = true;
+    auto set = [&](int column, Datum value) {
+        values[column - 1] = value;
+        nulls[column - 1] = false;
+    };
+    int64 id = nextval_internal(inserter->id_sequence, true);
+    set(kJobsId, Int64GetDatum(id));
+    set(kJobsQueue, PointerGetDatum(queue));
+    set(kJobsPayload, payload);
+    set(kJobsRunAt, run_at != nullptr ? *run_at : inserter->now);
+    if (partition_key != nullptr)
+        set(kJobsPartitionKey, *partition_key);
+    set(kJobsStagedAt, inserter->now);
+    set(kJobsAttempts, Int32GetDatum(0));
+    ExecStoreVirtualTuple(slot);
+
+    EState* estate = inserter->estate;
+    if (inserter->jobs->rd_att->constr != nullptr)
+        ExecConstraints(inserter->result_rel, slot, estate);
+    simple_table_tuple_insert(inserter->jobs, slot);
+    ExecInsertIndexTuples(inserter->result_rel, slot, estate, false, false, nullptr, NIL);
+    ResetPerTupleExprContext(estate);
+    note_jobs_staged(queue_name, id);
+    return id;
+}
+
+void job_inserter_close(JobInserter* inserter)
+{
+    ExecCloseIndices(inserter->result_rel);
+    ExecResetTupleTable(inserter->estate->es_tupleTable, false);
+    FreeExecutorState(inserter->estate);
+    table_close(inserter->jobs, NoLock);  // the lock is kept until the transaction ends
+    pfree(inserter);
+}

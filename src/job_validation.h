@@ -1,0 +1,24 @@
+// Postgres regime: the checks every staged job passes in the producer's transaction, whichever
+// way it is staged (jobbuf_stage's direct insert, or an INSERT INTO jobbuf.jobs through the jobs
+// trigger): bad input is an error there, with a hint, and never a problem for the worker.
+#pragma once
+#include "pg_includes.h"
+
+#include "queue_cache.h"
+
+extern "C" {
+#include "utils/jsonb.h"
+}
+
+// Column numbers of jobbuf.jobs (see 00_schema.sql), 1-based.
+enum JobsColumn {
+    kJobsId = 1, kJobsQueue, kJobsPayload, kJobsRunAt, kJobsUniqueKey, kJobsPartitionKey,
+    kJobsStagedAt, kJobsAttempts, kJobsLastError, kJobsGroupId, kJobsLeaseUntil,
+};
+constexpr int kJobsColumns = kJobsLeaseUntil;
+
+// The traits of the queue a job names; ERROR when the name is NULL (nullptr) or unknown.
+QueueTraits staged_job_queue(const char* queue);
+
+// ERROR when the payload is NULL (nullptr) or cannot be carried by the queue's target.
+void check_staged_payload(const char* queue, const QueueTraits& traits, Jsonb* payload);

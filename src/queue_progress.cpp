@@ -1,0 +1,43 @@
+// Postgres regime: the drain worker's per-queue progress (see queue_progress.h), kept in a small
+// hash table in the worker's TopMemoryContext.
+#include "pg_includes.h"
+
+#include "name_hash.h"
+#include "queue_progress.h"
+
+extern "C" {
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+}
+
+static HTAB* progress = nullptr;
+
+void forget_queue_progress(void)
+{
+    if (progress != nullptr)
+        hash_destroy(progress);
+    progress = create_name_hash("jobbuf queue progress", sizeof(QueueProgress), 16);
+}
+
+QueueProgress* queue_progress(const char* queue)
+{
+    if (progress == nullptr)
+        forget_queue_progress();
+    bool found = false;
+    auto* entry = static_cast<QueueProgress*>(hash_search(progress, queue, HASH_ENTER, &found));
+    if (!found) {
+        entry->after_id = 0;
+        entry->pending = false;
+    }
+    return entry;
+}
+
+void rewind_queue_cursors(int64 committed_id)
+{
+    if (progress == nullptr)
+        return;
+    HASH_SEQ_STATUS scan;
+    hash_seq_init(&scan, progress);
+    while (auto* entry = static_cast<QueueProgress*>(hash_seq_search(&scan)))
+        entry->after_id = Min(entry->after_id, committed_id - 1);
+}

@@ -1,0 +1,27 @@
+// Postgres regime: the drain worker's per-queue progress: the id after which the queue's next
+// batch starts, and whether the queue needs a batch now.
+//
+// Cursors persist from one wake-up to the next: a queue's next batch starts right after the last
+// job delivered, never at the head of the queue, where the index entries of every job delivered
+// since the last vacuum lie (and, while any older snapshot exists, cannot even be marked dead).
+// A job that commits with an id below a cursor (transactions commit out of id order) publishes
+// its id at commit, and the worker rewinds the cursors to it. Jobs no commit announces (run_at
+// coming due, released claims, two-phase commits) are found by the full rounds, which start
+// every cursor at 0 again.
+#pragma once
+#include "pg_includes.h"
+
+struct QueueProgress {
+    char queue[NAMEDATALEN];  // hash key
+    int64 after_id;           // the next batch takes jobs with a larger id
+    bool pending;             // the queue needs (another) batch in this round
+};
+
+// Full round: every cursor back to 0, nothing pending.
+void forget_queue_progress(void);
+
+// The progress of a queue, created with after_id 0 and not pending.
+QueueProgress* queue_progress(const char* queue);
+
+// A job with this id committed: no cursor may stay past it.
+void rewind_queue_cursors(int64 committed_id);
