@@ -43,6 +43,8 @@ end
   add.(label, j, cmp, p, p / j, "cost plain/jobbuf <= #{limit}", p / j <= limit)
   o = num(r["stage_#{form}_orm"])
   add.("  same via INSERT INTO jobbuf.jobs", o, cmp, p, p / o, "(decomposition, info)", nil) if o
+  w = num(r["stage_#{form}_paused"])
+  add.("  same, worker paused (no drain)", w, cmp, p, p / w, "(decomposition, info)", nil) if w
 end
 if num(r["lat_idle_p50"])
   add.("latency idle p50 (ms)", num(r["lat_idle_p50"]), "target", 1.0, num(r["lat_idle_p50"]) / 1.0, "<= 1 ms", num(r["lat_idle_p50"]) <= 1.0)

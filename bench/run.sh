@@ -250,8 +250,8 @@ phase_staging() {
     plain_script=bench/pgbench/insert_$form.sql
     jobbuf_script=bench/pgbench/stage_$form.sql
     for r in $(seq 1 "$BENCH_STAGE_ROUNDS"); do
-      local sides="plain jobbuf jobbuf plain"
-      [ $form = one ] && sides="plain jobbuf orm orm jobbuf plain"
+      local sides="plain jobbuf paused paused jobbuf plain"
+      [ $form = one ] && sides="plain jobbuf orm paused paused orm jobbuf plain"
       for side in $sides; do
         staging_reset
         local before ticks0 after
@@ -261,9 +261,10 @@ phase_staging() {
           plain) tps=$(pgbench_tps $plain_script) ;;
           jobbuf) tps=$(pgbench_tps $jobbuf_script) ;;
           orm) tps=$(pgbench_tps bench/pgbench/orm_insert_one.sql) ;;
+          paused) worker_enabled off; tps=$(pgbench_tps $jobbuf_script); worker_enabled on ;;
         esac
         echo "staging $form, round $r, $side: $tps tps"
-        if [ "$side" != plain ]; then
+        if [ "$side" = jobbuf ] || [ "$side" = orm ]; then
           after=$(jb_sql "SELECT wakeups, batches, delivered FROM jobbuf_worker_status()")
           worker_during_staging "$before" "$after" $(( $(cpu_ticks "$WORKER_PID") - ticks0 ))
         fi

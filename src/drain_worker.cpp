@@ -39,6 +39,10 @@ namespace {
 constexpr int kMinBackoffMs = 100;
 constexpr int kMaxBackoffMs = 30 * 1000;
 constexpr int kErrorBackoffMs = 1000;
+// Full rounds start every cursor at the head of its queue. While an old snapshot keeps the rows
+// delivered since the last vacuum, walking past them there costs more with every job delivered;
+// full rounds then come at most this many times their walking time apart (5% of the worker).
+constexpr int kHeadScanSpacing = 20;
 
 struct WorkerState {
     DrainContext ctx;
@@ -52,6 +56,8 @@ struct WorkerState {
     bool fencing_warned;
     bool full_round_due;           // the next round looks at every queue
     TimestampTz next_full_round;   // ... and so does the first round after this time
+    TimestampTz round_started;
+    int64 head_scan_us;            // this full round's batches that started at a queue's head
 };
 
 WorkerState* state = nullptr;
@@ -265,10 +271,20 @@ bool start_round(void)
     bool full = state->full_round_due || now >= state->next_full_round;
     if (full) {
         state->next_full_round = TimestampTzPlusMilliseconds(now, jobbuf_poll_interval);
+        state->round_started = now;
+        state->head_scan_us = 0;
         forget_queue_progress();
     }
     state->full_round_due = true;  // until this round finishes
     return full;
+}
+
+// Spaces full rounds out when their batches from the queues' heads are slow (see kHeadScanSpacing).
+void note_head_scan(TimestampTz started)
+{
+    state->head_scan_us += GetCurrentTimestamp() - started;
+    TimestampTz spaced = state->round_started + state->head_scan_us * kHeadScanSpacing;
+    state->next_full_round = Max(state->next_full_round, spaced);
 }
 
 // Marks the queues that commits staged into since the last look as pending (all of them on a
@@ -323,12 +339,15 @@ long drain_round(void)
             if (!jobbuf_enabled || drain_worker_must_leave())
                 return sleep_ms;
             BatchResult result{};
+            TimestampTz head_scan_start = progress->after_id == 0 && !q->group_delivery ? GetCurrentTimestamp() : 0;
             if (!run_guarded([&] {
                     result = q->group_delivery ? drain_one_group(&state->ctx, q) : drain_one_batch(&state->ctx, q, &progress->after_id);
                 })) {
                 database_failed();
                 return kErrorBackoffMs;
             }
+            if (head_scan_start != 0)
+                note_head_scan(head_scan_start);
             progress->pending = result.outcome == BatchOutcome::Full;  // a full batch: there may be more
             more = more || progress->pending;
             switch (result.outcome) {

@@ -5,8 +5,8 @@
 --  * bench.payload(n): the ~100-byte job used everywhere (a Sidekiq-shaped object, so the same
 --    payload is valid for list and sidekiq queues).
 --  * bench.sql_ceiling(...): the SQL-only drain ceiling, the worker's batch statement (same
---    WHERE / ORDER BY / LIMIT / FOR UPDATE SKIP LOCKED / DELETE ... RETURNING / projection as
---    src/drain_batch.cpp) in batches, one transaction per batch, nothing sent anywhere.
+--    cursor / WHERE / ORDER BY / LIMIT / FOR UPDATE SKIP LOCKED / DELETE ... RETURNING /
+--    projection as src/drain_batch.cpp) in batches, one transaction per batch, nothing sent.
 CREATE SCHEMA bench;
 
 CREATE FUNCTION bench.payload(n bigint) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
@@ -24,33 +24,35 @@ CREATE TABLE bench.plain_jobs (LIKE jobbuf.jobs INCLUDING DEFAULTS INCLUDING IND
 CREATE SEQUENCE bench.plain_jobs_id_seq OWNED BY bench.plain_jobs.id;
 ALTER TABLE bench.plain_jobs ALTER COLUMN id SET DEFAULT nextval('bench.plain_jobs_id_seq');
 
--- Drains queue q of jobbuf.jobs with the worker's statement, batch_size rows per transaction.
--- Returns the jobs taken and the bytes of JSON text produced (so the projection is computed).
+-- Drains queue q of jobbuf.jobs with the worker's statement (src/drain_batch.cpp: the same
+-- WHERE with the cursor, ORDER BY, LIMIT, FOR UPDATE SKIP LOCKED, DELETE ... RETURNING and
+-- projection), batch_size rows per transaction. Returns the jobs taken and the bytes of JSON
+-- text produced (so the projection is computed). To count them the DELETE sits in a CTE, which
+-- adds one tuplestore pass the worker does not have.
 CREATE PROCEDURE bench.sql_ceiling(q text, batch_size integer, sidekiq boolean,
                                    INOUT n_jobs bigint DEFAULT 0, INOUT n_bytes bigint DEFAULT 0)
 LANGUAGE plpgsql AS $$
 DECLARE
     n bigint;
     b bigint;
+    cursor_id bigint := 0;
 BEGIN
     LOOP
         WITH picked AS (
             SELECT id FROM jobbuf.jobs
-            WHERE queue = q AND group_id IS NULL AND (sidekiq OR run_at <= now())
-            ORDER BY id LIMIT batch_size FOR UPDATE SKIP LOCKED
+            WHERE queue <= q AND (queue, id) > (q, cursor_id) AND group_id IS NULL AND (sidekiq OR run_at <= now())
+            ORDER BY queue, id LIMIT batch_size FOR UPDATE SKIP LOCKED
         ), taken AS (
-            DELETE FROM jobbuf.jobs j USING picked WHERE j.id = picked.id RETURNING j.*
-        ), projected AS (
-            SELECT id,
-                   CASE WHEN sidekiq THEN (payload - 'queue' - 'jid' - 'created_at' - 'enqueued_at')::text
-                        ELSE payload::text END AS body,
-                   extract(epoch FROM staged_at)::float8 AS staged_epoch,
-                   extract(epoch FROM run_at)::float8 AS run_epoch,
-                   sidekiq AND payload ? 'retry' AS has_retry,
-                   payload, partition_key, unique_key, staged_at, attempts
-            FROM taken ORDER BY id
+            DELETE FROM jobbuf.jobs j WHERE j.id = ANY (ARRAY(SELECT p.id FROM picked p))
+            RETURNING j.id,
+                CASE WHEN sidekiq AND j.payload ?| '{queue,jid,created_at,enqueued_at}'
+                     THEN (j.payload - '{queue,jid,created_at,enqueued_at}'::text[])::text
+                     ELSE j.payload::text END AS body,
+                date_part('epoch', j.staged_at) AS staged_epoch, date_part('epoch', j.run_at) AS run_epoch,
+                sidekiq AND j.payload ? 'retry' AS has_retry,
+                j.payload, j.partition_key, j.unique_key, j.staged_at, j.attempts
         )
-        SELECT count(*), coalesce(sum(length(body)), 0) INTO n, b FROM projected;
+        SELECT count(*), coalesce(sum(length(body)), 0), max(id) INTO n, b, cursor_id FROM taken;
         EXIT WHEN n = 0;
         n_jobs := n_jobs + n;
         n_bytes := n_bytes + b;
