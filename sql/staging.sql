@@ -116,3 +116,8 @@ SELECT jobbuf_stage('nope', '{}'::jsonb);
 DROP TRIGGER audit_staged ON jobbuf.jobs;
 DROP TABLE staged_audit;
 DROP FUNCTION audit_staged();
+
+-- A read-only transaction refuses staging, as it refuses the INSERT.
+BEGIN READ ONLY;
+SELECT jobbuf_stage('s_list', '{"ro": true}'::jsonb);
+ROLLBACK;

@@ -114,8 +114,9 @@ static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
     return count;
 }
 
-int current_active_queues(MemoryContext cxt, ActiveQueue** queues, bool reload)
+int current_active_queues(MemoryContext cxt, ActiveQueue** queues, bool reload, bool* reloaded)
 {
+    *reloaded = false;
     // Read before the load's snapshot is taken: a change committed after this read bumps the
     // generation again and is picked up by the next call.
     uint32 generation = jobbuf_shared ? pg_atomic_read_u32(&jobbuf_shared->queues_generation) : 0;
@@ -127,6 +128,7 @@ int current_active_queues(MemoryContext cxt, ActiveQueue** queues, bool reload)
             return -1;
         list_loaded = true;
         list_generation = generation;
+        *reloaded = true;
     }
     *queues = list_queues;
     return list_count;

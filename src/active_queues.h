@@ -16,8 +16,9 @@ struct ActiveQueue {
 
 // The worker's queue list in cxt, reloaded (in its own transaction) only when a commit changed
 // jobbuf.queues since the last load, when reload is true, or when the last load failed or found
-// no extension. Returns the number of queues, or -1 when the extension is not installed.
-int current_active_queues(MemoryContext cxt, ActiveQueue** queues, bool reload);
+// no extension; *reloaded says whether it was. Returns the number of queues, or -1 when the
+// extension is not installed.
+int current_active_queues(MemoryContext cxt, ActiveQueue** queues, bool reload, bool* reloaded);
 
 // Makes the next current_active_queues reload (after a database error, for instance).
 void forget_active_queues(void);

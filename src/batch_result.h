@@ -13,6 +13,7 @@ struct DrainContext {
 
 enum class BatchOutcome {
     Empty,       // nothing ready
+    Locked,      // jobbuf's tables are locked (DDL): nothing done, try again at the next round
     Partial,     // delivered fewer than a full batch: the queue is drained for now
     Full,        // delivered a full batch: there may be more
     Unavailable, // Redis unreachable or failed mid-way: the jobs stay staged
@@ -23,6 +24,7 @@ enum class BatchOutcome {
 struct BatchResult {
     BatchOutcome outcome;
     bool reconcile_needed;  // part of a unit may be in Redis: reconcile before the next batch
+    int64 take_us;          // time spent in the statement that takes the batch
     char message[jobbuf::redis::kMessageLen];
 };
 

@@ -20,6 +20,7 @@
 extern "C" {
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
+#include "utils/timestamp.h"
 }
 
 using jobbuf::redis::JobResult;
@@ -129,14 +130,16 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, int64* afte
     begin_worker_transaction("jobbuf: delivering a batch");
     if (!lock_jobbuf_tables()) {
         abort_worker_transaction();
-        result.outcome = BatchOutcome::Empty;  // try again at the next wake-up
+        result.outcome = BatchOutcome::Locked;
         return result;
     }
     prepare_plans();
 
     Datum args[4] = {CStringGetTextDatum(q->name), Int32GetDatum(limit), BoolGetDatum(sidekiq),
                      Int64GetDatum(*after_id)};
+    TimestampTz take_start = GetCurrentTimestamp();
     int rc = SPI_execute_plan(take_plan, args, nullptr, false, 0);
+    result.take_us = GetCurrentTimestamp() - take_start;
     if (rc != SPI_OK_DELETE_RETURNING)
         elog(ERROR, "jobbuf: taking a batch failed: %s", SPI_result_code_string(rc));
     uint64 count = SPI_processed;

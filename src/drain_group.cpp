@@ -65,7 +65,7 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
     begin_worker_transaction("jobbuf: claiming a group");
     if (!lock_jobbuf_tables()) {
         abort_worker_transaction();
-        result.outcome = BatchOutcome::Empty;  // try again at the next wake-up
+        result.outcome = BatchOutcome::Locked;
         return result;
     }
     prepare_group_plan(extension_schema());

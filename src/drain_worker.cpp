@@ -39,10 +39,12 @@ namespace {
 constexpr int kMinBackoffMs = 100;
 constexpr int kMaxBackoffMs = 30 * 1000;
 constexpr int kErrorBackoffMs = 1000;
-// Full rounds start every cursor at the head of its queue. While an old snapshot keeps the rows
+// Full passes start every cursor at the head of its queue. While an old snapshot keeps the rows
 // delivered since the last vacuum, walking past them there costs more with every job delivered;
-// full rounds then come at most this many times their walking time apart (5% of the worker).
+// full passes then come this many times their walking time apart (5% of the worker), but at
+// least once a minute.
 constexpr int kHeadScanSpacing = 20;
+constexpr int kMaxFullPassSpacingMs = 60 * 1000;
 
 struct WorkerState {
     DrainContext ctx;
@@ -54,10 +56,10 @@ struct WorkerState {
     char client_name[128];
     uint32 rotation;
     bool fencing_warned;
-    bool full_round_due;           // the next round looks at every queue
-    TimestampTz next_full_round;   // ... and so does the first round after this time
-    TimestampTz round_started;
-    int64 head_scan_us;            // this full round's batches that started at a queue's head
+    bool full_round_due;           // the next round's first pass looks at every queue
+    TimestampTz next_full_round;   // ... and so does the first pass after this time
+    TimestampTz full_pass_started;
+    int64 head_scan_us;            // the last full pass's batch statements that started at a queue's head
 };
 
 WorkerState* state = nullptr;
@@ -240,13 +242,14 @@ void batch_failed(const BatchResult& result)
         redis_failed(result.message);
 }
 
-// The queue list for the next pass (reloaded only when jobbuf.queues changed, or on a full round)
+// The queue list for the next pass (reloaded only when jobbuf.queues changed, or on a full pass)
 // with the marker pointed at this installation of the extension. Returns the number of queues, or
-// -1 when there is nothing to do (extension missing, or an error: backoff is set).
-int load_pass(ActiveQueue** queues, bool reload)
+// -1 when there is nothing to do (extension missing, or an error: backoff is set). *reloaded says
+// whether the list was read again.
+int load_pass(ActiveQueue** queues, bool reload, bool* reloaded)
 {
     int nqueues = 0;
-    if (!run_guarded([&] { nqueues = current_active_queues(state->queue_cxt, queues, reload); })) {
+    if (!run_guarded([&] { nqueues = current_active_queues(state->queue_cxt, queues, reload, reloaded); })) {
         database_failed();
         return -1;
     }
@@ -261,34 +264,37 @@ int load_pass(ActiveQueue** queues, bool reload)
     return nqueues;
 }
 
-// Whether this round looks at every queue: every poll_interval (jobs whose run_at came due,
-// expired group leases, commits the wake-up cannot see such as COMMIT PREPARED), and after any
-// round that did not finish (an error, a backoff, the worker disabled). A full round also starts
-// every queue's cursor at 0 again.
-bool start_round(void)
+// Whether this pass looks at every queue: on the first pass of a round after a round that did
+// not finish (an error, a backoff, the worker disabled, tables locked), and on any pass once
+// poll_interval has passed since the last full pass (jobs whose run_at came due, expired group
+// leases, rows skipped as locked, commits the wake-up cannot see such as COMMIT PREPARED), even
+// in the middle of a long round. A full pass starts every queue's cursor at 0 again.
+bool start_pass(bool first)
 {
     TimestampTz now = GetCurrentTimestamp();
-    bool full = state->full_round_due || now >= state->next_full_round;
+    bool full = (first && state->full_round_due) || now >= state->next_full_round;
     if (full) {
         state->next_full_round = TimestampTzPlusMilliseconds(now, jobbuf_poll_interval);
-        state->round_started = now;
+        state->full_pass_started = now;
         state->head_scan_us = 0;
         forget_queue_progress();
     }
-    state->full_round_due = true;  // until this round finishes
     return full;
 }
 
-// Spaces full rounds out when their batches from the queues' heads are slow (see kHeadScanSpacing).
-void note_head_scan(TimestampTz started)
+// Spaces full passes out when their batches from the queues' heads take long to find the first
+// job (dead rows that an old snapshot keeps; see kHeadScanSpacing), up to kMaxFullPassSpacingMs.
+void note_head_scan(int64 take_us)
 {
-    state->head_scan_us += GetCurrentTimestamp() - started;
-    TimestampTz spaced = state->round_started + state->head_scan_us * kHeadScanSpacing;
+    state->head_scan_us += take_us;
+    TimestampTz spaced = state->full_pass_started + Min(state->head_scan_us * kHeadScanSpacing,
+                                                        int64{kMaxFullPassSpacingMs} * 1000);
     state->next_full_round = Max(state->next_full_round, spaced);
 }
 
-// Marks the queues that commits staged into since the last look as pending (all of them on a
-// full round's first pass) and rewinds the cursors past the lowest id those commits staged.
+// Marks the queues that commits staged into since the last look as pending (every queue on a
+// full pass, and after the queue list was reloaded: a new or resumed queue may have jobs) and
+// rewinds the cursors past the lowest id those commits staged.
 void note_staged_work(const ActiveQueue* queues, int nqueues, bool all)
 {
     StagedWork work = take_staged_work();
@@ -313,16 +319,19 @@ long drain_round(void)
         return Min(wait_ms, sleep_ms);
     }
 
-    bool full = start_round();
     bool delivered_any = false;
-    for (bool more = true; more;) {
+    bool locked_out = false;
+    for (bool more = true, first = true; more; first = false) {
         more = false;
+        bool full = start_pass(first);
+        if (first)
+            state->full_round_due = true;  // until this round finishes
         ActiveQueue* queues = nullptr;
-        int nqueues = load_pass(&queues, full);
+        bool reloaded = false;
+        int nqueues = load_pass(&queues, full, &reloaded);
         if (nqueues < 0)
             return sleep_ms;  // after an error, next_attempt holds the next round back
-        note_staged_work(queues, nqueues, full);
-        full = false;
+        note_staged_work(queues, nqueues, full || reloaded);
         if (nqueues == 0)
             break;
         if (!ensure_redis() || !reconcile_if_needed())
@@ -339,15 +348,15 @@ long drain_round(void)
             if (!jobbuf_enabled || drain_worker_must_leave())
                 return sleep_ms;
             BatchResult result{};
-            TimestampTz head_scan_start = progress->after_id == 0 && !q->group_delivery ? GetCurrentTimestamp() : 0;
+            bool from_head = full && progress->after_id == 0 && !q->group_delivery;
             if (!run_guarded([&] {
                     result = q->group_delivery ? drain_one_group(&state->ctx, q) : drain_one_batch(&state->ctx, q, &progress->after_id);
                 })) {
                 database_failed();
                 return kErrorBackoffMs;
             }
-            if (head_scan_start != 0)
-                note_head_scan(head_scan_start);
+            if (from_head)
+                note_head_scan(result.take_us);
             progress->pending = result.outcome == BatchOutcome::Full;  // a full batch: there may be more
             more = more || progress->pending;
             switch (result.outcome) {
@@ -357,16 +366,19 @@ long drain_round(void)
                 break;
             case BatchOutcome::Empty:
                 break;
+            case BatchOutcome::Locked:
+                locked_out = true;  // a full round again shortly
+                break;
             default:
                 batch_failed(result);
                 return Max(state->backoff_ms, kMinBackoffMs);
             }
         }
     }
-    state->full_round_due = false;
+    state->full_round_due = locked_out;
     if (delivered_any)
         redis_succeeded();
-    return sleep_ms;
+    return locked_out ? kMinBackoffMs : sleep_ms;
 }
 
 // The worker's statements are prepared once, usually while jobbuf.jobs is nearly empty, and must

@@ -10,10 +10,12 @@ extern "C" {
 #include "access/tableam.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
+#include "tcop/utility.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
@@ -30,15 +32,21 @@ struct JobInserter {
 
 namespace {
 
-const char* const kColumnNames[kJobsColumns] = {
-    "id", "queue", "payload", "run_at", "unique_key", "partition_key",
-    "staged_at", "attempts", "last_error", "group_id", "lease_until",
+struct JobsColumnShape {
+    const char* name;
+    Oid type;
+};
+const JobsColumnShape kColumns[kJobsColumns] = {
+    {"id", INT8OID},           {"queue", TEXTOID},         {"payload", JSONBOID},
+    {"run_at", TIMESTAMPTZOID}, {"unique_key", TEXTOID},   {"partition_key", TEXTOID},
+    {"staged_at", TIMESTAMPTZOID}, {"attempts", INT4OID},  {"last_error", TEXTOID},
+    {"group_id", UUIDOID},     {"lease_until", TIMESTAMPTZOID},
 };
 
 // True when jobbuf.jobs is exactly as the extension created it, as far as inserting goes.
 bool jobs_table_is_pristine(Relation rel)
 {
-    if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relrowsecurity)
+    if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relrowsecurity || rel->rd_rel->relhasrules)
         return false;
     if (SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA)
         return false;  // the validation trigger does not fire: neither do we
@@ -47,20 +55,24 @@ bool jobs_table_is_pristine(Relation rel)
         strcmp(triggers->triggers[0].tgname, "jobs_validate_and_wake") != 0 ||
         triggers->triggers[0].tgenabled != TRIGGER_FIRES_ON_ORIGIN)
         return false;
+    char* trigger_function = get_func_name(triggers->triggers[0].tgfoid);
+    if (trigger_function == nullptr || strcmp(trigger_function, "staged_job_trigger") != 0)
+        return false;
     TupleDesc desc = RelationGetDescr(rel);
     if (desc->natts != kJobsColumns)
         return false;
     for (int i = 0; i < kJobsColumns; i++) {
         Form_pg_attribute column = TupleDescAttr(desc, i);
-        if (column->attisdropped || column->attgenerated || strcmp(NameStr(column->attname), kColumnNames[i]) != 0)
+        if (column->attisdropped || column->attgenerated || column->atttypid != kColumns[i].type ||
+            strcmp(NameStr(column->attname), kColumns[i].name) != 0)
             return false;
     }
     return true;
 }
 
-// The permissions of INSERT INTO jobbuf.jobs (queue, payload, run_at, unique_key, partition_key)
-// ... RETURNING id: what a producer is granted (90_privileges.sql).
-RangeTblEntry* insert_range_table_entry(Relation rel)
+// The permissions of INSERT INTO jobbuf.jobs (<columns>) ... RETURNING id: what a producer is
+// granted (90_privileges.sql).
+RangeTblEntry* insert_range_table_entry(Relation rel, bool all_staging_columns)
 {
     RangeTblEntry* rte = makeNode(RangeTblEntry);
     rte->rtekind = RTE_RELATION;
@@ -69,16 +81,29 @@ RangeTblEntry* insert_range_table_entry(Relation rel)
     rte->rellockmode = RowExclusiveLock;
     rte->requiredPerms = ACL_INSERT | ACL_SELECT;
     static const int inserted[] = {kJobsQueue, kJobsPayload, kJobsRunAt, kJobsUniqueKey, kJobsPartitionKey};
-    for (int column : inserted)
+    for (int column : inserted) {
+        if (!all_staging_columns && column != kJobsQueue && column != kJobsPayload)
+            continue;
         rte->insertedCols = bms_add_member(rte->insertedCols, column - FirstLowInvalidHeapAttributeNumber);
+    }
     rte->selectedCols = bms_add_member(nullptr, kJobsId - FirstLowInvalidHeapAttributeNumber);
     return rte;
 }
 
+// Deferrable unique constraints are checked at commit by a trigger the executor queues: not here.
+bool indexes_check_immediately(ResultRelInfo* result_rel)
+{
+    for (int i = 0; i < result_rel->ri_NumIndices; i++)
+        if (!result_rel->ri_IndexRelationDescs[i]->rd_index->indimmediate)
+            return false;
+    return true;
+}
+
 }  // namespace
 
-JobInserter* job_inserter_open(void)
+JobInserter* job_inserter_open(bool all_staging_columns)
 {
+    PreventCommandIfReadOnly("jobbuf_stage()");  // what the INSERT would say, before any lock
     Oid schema = get_namespace_oid("jobbuf", false);
     Oid jobs_oid = get_relname_relid("jobs", schema);
     Oid sequence = get_relname_relid("jobs_id_seq", schema);
@@ -89,7 +114,7 @@ JobInserter* job_inserter_open(void)
         table_close(jobs, NoLock);
         return nullptr;
     }
-    List* range_table = list_make1(insert_range_table_entry(jobs));
+    List* range_table = list_make1(insert_range_table_entry(jobs, all_staging_columns));
     ExecCheckRTPerms(range_table, true);
 
     auto* inserter = static_cast<JobInserter*>(palloc0(sizeof(JobInserter)));
@@ -100,6 +125,10 @@ JobInserter* job_inserter_open(void)
     inserter->result_rel = makeNode(ResultRelInfo);
     InitResultRelInfo(inserter->result_rel, jobs, 1, nullptr, 0);
     ExecOpenIndices(inserter->result_rel, false);
+    if (!indexes_check_immediately(inserter->result_rel)) {
+        job_inserter_close(inserter);
+        return nullptr;
+    }
     inserter->slot = ExecInitExtraTupleSlot(inserter->estate, RelationGetDescr(jobs), &TTSOpsVirtual);
     inserter->now = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
     return inserter;

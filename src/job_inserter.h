@@ -5,16 +5,18 @@
 // partition_key) ... RETURNING id, and the sequence as nextval() checks it.
 //
 // Taken only while jobbuf.jobs is as the extension created it (its one trigger is the validation
-// trigger and fires, no row security, the extension's columns): a table changed by its owner,
-// or session_replication_role = replica, gets the SQL path (stage_function.cpp) instead.
+// trigger and fires, no rules, no row security, the extension's columns and types, no deferrable
+// unique index): a table changed by its owner, or session_replication_role = replica, gets the
+// SQL path (stage_function.cpp) instead. Column defaults are the extension's on this path.
 #pragma once
 #include "pg_includes.h"
 
 struct JobInserter;
 
 // Opens jobbuf.jobs and its indexes for a series of inserts in this transaction; nullptr when the
-// table is not in the shape described above.
-JobInserter* job_inserter_open(void);
+// table is not in the shape described above. The privileges checked are those of inserting
+// (queue, payload, run_at, unique_key, partition_key), or (queue, payload) only.
+JobInserter* job_inserter_open(bool all_staging_columns);
 
 // Stages one validated job (queue_name is queue as a C string) and returns its id. run_at and
 // partition_key may be nullptr (NULL: run now; no partition).

@@ -79,7 +79,7 @@ Datum stage_with_sql(FunctionCallInfo fcinfo, Datum payload, bool payload_null)
 Datum stage(FunctionCallInfo fcinfo, Datum payload, bool payload_null)
 {
     bool has_unique_key = PG_NARGS() > 3 && !PG_ARGISNULL(3);
-    JobInserter* inserter = has_unique_key ? nullptr : job_inserter_open();
+    JobInserter* inserter = has_unique_key ? nullptr : job_inserter_open(true);
     if (inserter == nullptr)
         return stage_with_sql(fcinfo, payload, payload_null);
 
@@ -170,7 +170,7 @@ JOBBUF_SQL_FUNCTION(jobbuf_stage_many)
     if (count == 0)
         return (Datum) 0;
 
-    JobInserter* inserter = job_inserter_open();
+    JobInserter* inserter = job_inserter_open(false);
     if (inserter == nullptr) {
         if (PG_ARGISNULL(0))
             staged_job_queue(nullptr);  // the same error the trigger would give

@@ -51,6 +51,22 @@ else
 fi
 expect_eq "it is the late job" "$(jb_redis LINDEX jobbuf:q7 -1)" '{"late": true}'
 
+# A commit that finds jobbuf's tables locked by someone else's DDL is delivered as soon as the lock
+# goes, not at the next poll (30 s).
+jb_psql -q -o /dev/null -c "BEGIN" -c "LOCK TABLE jobbuf.queue_stats IN ACCESS EXCLUSIVE MODE" \
+  -c "SELECT pg_sleep(1.5)" -c "COMMIT" &
+locker=$!
+sleep 0.3
+jb_sql "SELECT jobbuf_stage('q7', '{\"after_lock\": true}'::jsonb)" >/dev/null
+sleep 0.5
+expect_eq "while the tables are locked the job waits" "$(jb_redis LLEN jobbuf:q7)" 16
+wait "$locker"
+if jb_wait_until '[ "$(jb_redis LLEN jobbuf:q7)" = 17 ]' 3; then
+  pass "delivered once the lock is released (poll_interval 30 s)"
+else
+  fail "a job that met locked tables was not delivered within 3 s of the unlock"
+fi
+
 # A queue nobody staged into since the last round is still drained by the next full round:
 # a job inserted with triggers bypassed (as a restore or a replica-role session would) arrives
 # within the poll interval.
