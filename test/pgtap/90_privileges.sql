@@ -1,6 +1,6 @@
 -- pgTAP: the privilege model (src/sql/90_privileges.sql), tried as the wrong roles.
 BEGIN;
-SELECT plan(27);
+SELECT plan(29);
 
 SELECT jobbuf_create_queue('priv_q', 'none');
 CREATE ROLE priv_producer LOGIN IN ROLE jobbuf_producer;
@@ -55,6 +55,21 @@ SELECT lives_ok($$ SELECT jobbuf_pause('priv_admin_q') $$, 'admin pauses a queue
 SELECT lives_ok($$ SELECT jobbuf_drop_queue('priv_admin_q') $$, 'admin drops a queue');
 SELECT lives_ok($$ SELECT count(*) FROM jobbuf.dead $$, 'admin reads dead letters');
 SELECT throws_ok($$ SELECT * FROM jobbuf_claim('priv_q', 10) $$, '42501', NULL, 'admin cannot claim');
+RESET ROLE;
+
+-- jobbuf_stage checks the privileges of the INSERT it stands for: the array form inserts
+-- (queue, payload), the single form (queue, payload, run_at, unique_key, partition_key).
+CREATE ROLE priv_narrow LOGIN;
+GRANT USAGE ON SCHEMA jobbuf TO priv_narrow;
+GRANT EXECUTE ON FUNCTION jobbuf_stage(text, jsonb[]), jobbuf_stage(text, jsonb, timestamptz, text, text) TO priv_narrow;
+GRANT INSERT (queue, payload), SELECT (id) ON jobbuf.jobs TO priv_narrow;
+GRANT USAGE ON SEQUENCE jobbuf.jobs_id_seq TO priv_narrow;
+GRANT SELECT ON jobbuf.queues TO priv_narrow;
+SET ROLE priv_narrow;
+SELECT lives_ok($$ SELECT count(*) FROM jobbuf_stage('priv_q', ARRAY['{"n": 1}']::jsonb[]) $$,
+                'INSERT (queue, payload) is enough for the array form');
+SELECT throws_ok($$ SELECT jobbuf_stage('priv_q', '{"n": 2}'::jsonb) $$, '42501', NULL,
+                 'the single form needs INSERT on all five staging columns');
 RESET ROLE;
 
 -- Anyone else: nothing, and the Redis URL (with its password) stays hidden.
