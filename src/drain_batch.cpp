@@ -1,7 +1,9 @@
 // Postgres regime: one drain batch (see drain_batch.h).
 //
 // A batch is one Postgres transaction around one Redis unit:
-//   1. DELETE the oldest ready jobs of a queue (FOR UPDATE SKIP LOCKED) RETURNING them;
+//   1. delete the oldest ready jobs of a queue, skipping rows other transactions hold, and keep
+//      what Redis needs of them (job_taker.h; the SQL statement below when the table is not as
+//      the extension created it);
 //   2. push them with MULTI ... SET <marker> <their ids> EXEC;
 //   3. dead-letter the jobs Redis rejected, count the rest, COMMIT.
 // If Redis fails, the transaction aborts and the jobs stay staged. If Postgres fails after the
@@ -9,16 +11,16 @@
 // instead of pushing them again: the job reaches Redis once.
 #include "pg_includes.h"
 
-#include <algorithm>
-#include <new>
-
 #include "delivery_stats.h"
 #include "drain_batch.h"
+#include "job_taker.h"
 #include "settings.h"
+#include "taken_batch.h"
 #include "worker_transaction.h"
 
 extern "C" {
 #include "catalog/pg_type.h"
+#include "nodes/params.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 }
@@ -73,50 +75,43 @@ void prepare_plans(void)
     }
 }
 
-void dead_letter(SPITupleTable* taken, uint64 row, const char* queue, const char* error)
+void dead_letter(const TakenBatch& taken, uint64 row, const char* queue, const char* error)
 {
-    HeapTuple tuple = taken->vals[row];
-    TupleDesc desc = taken->tupdesc;
-    Datum values[8];
-    char nulls[8];
-    // Result columns 1 (id), 6 (payload), 7 (partition_key), 8 (unique_key), 9 (staged_at),
-    // 10 (attempts) of take_plan, in dead_plan's parameter order.
-    const int columns[8] = {1, 0, 6, 7, 8, 9, 10, 0};
-    for (int i = 0; i < 8; i++) {
-        bool isnull = false;
-        if (columns[i] > 0)
-            values[i] = SPI_getbinval(tuple, desc, columns[i], &isnull);
-        nulls[i] = isnull ? 'n' : ' ';
-    }
-    values[1] = CStringGetTextDatum(queue);
-    values[7] = CStringGetTextDatum(error);
-    nulls[1] = nulls[7] = ' ';
+    const TakenJobRecord& record = taken.records[row];
+    Datum values[8] = {Int64GetDatum(taken.jobs[row].id), CStringGetTextDatum(queue), record.payload,
+                       record.partition_key, record.unique_key, TimestampTzGetDatum(record.staged_at),
+                       Int32GetDatum(record.attempts), CStringGetTextDatum(error)};
+    char nulls[8] = {' ', ' ', ' ', record.partition_key == 0 ? 'n' : ' ', record.unique_key == 0 ? 'n' : ' ',
+                     ' ', ' ', ' '};
     int rc = SPI_execute_plan(dead_plan, values, nulls, false, 0);
     if (rc != SPI_OK_INSERT)
         elog(ERROR, "jobbuf: dead-letter insert failed: %s", SPI_result_code_string(rc));
 }
 
-int64 taken_id(SPITupleTable* taken, uint64 row)
+// Takes the batch into *taken: directly when the table allows it (job_taker.h), otherwise with
+// the batch statement, whose rows go straight into *taken (taken_batch.h).
+void take_batch(const ActiveQueue* q, int limit, bool sidekiq, int64 after_id, TakenBatch* taken)
 {
-    bool isnull = false;
-    return DatumGetInt64(SPI_getbinval(taken->vals[row], taken->tupdesc, 1, &isnull));
-}
-
-// Puts the taken rows in id order (the order a batch is pushed in) unless they already are:
-// they come in the order of the DELETE's index probe, which is id order in every plan the worker
-// allows, so this is a check that costs one comparison per row.
-void sort_by_id(SPITupleTable* taken, uint64 count)
-{
-    bool sorted = true;
-    for (uint64 i = 1; i < count && sorted; i++)
-        sorted = taken_id(taken, i - 1) < taken_id(taken, i);
-    if (sorted)
+    if (take_jobs_directly(q->name, limit, sidekiq, after_id, taken))
         return;
-    std::sort(taken->vals, taken->vals + count, [taken](HeapTuple a, HeapTuple b) {
-        bool isnull = false;
-        return DatumGetInt64(SPI_getbinval(a, taken->tupdesc, 1, &isnull)) <
-               DatumGetInt64(SPI_getbinval(b, taken->tupdesc, 1, &isnull));
-    });
+    ParamListInfo params = makeParamList(4);
+    const Oid types[4] = {TEXTOID, INT4OID, BOOLOID, INT8OID};
+    const Datum values[4] = {CStringGetTextDatum(q->name), Int32GetDatum(limit), BoolGetDatum(sidekiq),
+                             Int64GetDatum(after_id)};
+    for (int i = 0; i < 4; i++) {
+        params->params[i].value = values[i];
+        params->params[i].isnull = false;
+        params->params[i].pflags = PARAM_FLAG_CONST;
+        params->params[i].ptype = types[i];
+    }
+    SPIExecuteOptions options;
+    memset(&options, 0, sizeof(options));
+    options.params = params;
+    options.dest = create_taken_batch_receiver(taken, static_cast<uint64>(limit));
+    int rc = SPI_execute_plan_extended(take_plan, &options);
+    if (rc != SPI_OK_DELETE_RETURNING)
+        elog(ERROR, "jobbuf: taking a batch failed: %s", SPI_result_code_string(rc));
+    sort_taken_batch(taken);
 }
 
 }  // namespace
@@ -135,35 +130,17 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, int64* afte
     }
     prepare_plans();
 
-    Datum args[4] = {CStringGetTextDatum(q->name), Int32GetDatum(limit), BoolGetDatum(sidekiq),
-                     Int64GetDatum(*after_id)};
+    TakenBatch taken;
     TimestampTz take_start = GetCurrentTimestamp();
-    int rc = SPI_execute_plan(take_plan, args, nullptr, false, 0);
+    take_batch(q, limit, sidekiq, *after_id, &taken);
     result.take_us = GetCurrentTimestamp() - take_start;
-    if (rc != SPI_OK_DELETE_RETURNING)
-        elog(ERROR, "jobbuf: taking a batch failed: %s", SPI_result_code_string(rc));
-    uint64 count = SPI_processed;
-    SPITupleTable* taken = SPI_tuptable;
+    uint64 count = taken.count;
     if (count == 0) {
         commit_worker_transaction();
         result.outcome = BatchOutcome::Empty;
         return result;
     }
-
-    sort_by_id(taken, count);
-    auto* jobs = static_cast<StagedJob*>(palloc(sizeof(StagedJob) * count));
-    for (uint64 i = 0; i < count; i++) {
-        HeapTuple tuple = taken->vals[i];
-        TupleDesc desc = taken->tupdesc;
-        bool isnull = false;
-        StagedJob* job = new (&jobs[i]) StagedJob();
-        job->id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
-        text* payload = DatumGetTextPP(SPI_getbinval(tuple, desc, 2, &isnull));
-        job->payload = std::string_view(VARDATA_ANY(payload), VARSIZE_ANY_EXHDR(payload));
-        job->staged_at = DatumGetFloat8(SPI_getbinval(tuple, desc, 3, &isnull));
-        job->run_at = DatumGetFloat8(SPI_getbinval(tuple, desc, 4, &isnull));
-        job->payload_has_retry = DatumGetBool(SPI_getbinval(tuple, desc, 5, &isnull));
-    }
+    const StagedJob* jobs = taken.jobs;
 
     auto* results = static_cast<JobResult*>(palloc(sizeof(JobResult) * count));
     char reject_message[jobbuf::redis::kMessageLen];

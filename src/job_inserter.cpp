@@ -4,6 +4,7 @@
 #include "commit_wakeup.h"
 #include "job_inserter.h"
 #include "job_validation.h"
+#include "jobs_table_shape.h"
 
 extern "C" {
 #include "access/table.h"
@@ -31,44 +32,6 @@ struct JobInserter {
 };
 
 namespace {
-
-struct JobsColumnShape {
-    const char* name;
-    Oid type;
-};
-const JobsColumnShape kColumns[kJobsColumns] = {
-    {"id", INT8OID},           {"queue", TEXTOID},         {"payload", JSONBOID},
-    {"run_at", TIMESTAMPTZOID}, {"unique_key", TEXTOID},   {"partition_key", TEXTOID},
-    {"staged_at", TIMESTAMPTZOID}, {"attempts", INT4OID},  {"last_error", TEXTOID},
-    {"group_id", UUIDOID},     {"lease_until", TIMESTAMPTZOID},
-};
-
-// True when jobbuf.jobs is exactly as the extension created it, as far as inserting goes.
-bool jobs_table_is_pristine(Relation rel)
-{
-    if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relrowsecurity || rel->rd_rel->relhasrules)
-        return false;
-    if (SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA)
-        return false;  // the validation trigger does not fire: neither do we
-    TriggerDesc* triggers = rel->trigdesc;
-    if (triggers == nullptr || triggers->numtriggers != 1 ||
-        strcmp(triggers->triggers[0].tgname, "jobs_validate_and_wake") != 0 ||
-        triggers->triggers[0].tgenabled != TRIGGER_FIRES_ON_ORIGIN)
-        return false;
-    char* trigger_function = get_func_name(triggers->triggers[0].tgfoid);
-    if (trigger_function == nullptr || strcmp(trigger_function, "staged_job_trigger") != 0)
-        return false;
-    TupleDesc desc = RelationGetDescr(rel);
-    if (desc->natts != kJobsColumns)
-        return false;
-    for (int i = 0; i < kJobsColumns; i++) {
-        Form_pg_attribute column = TupleDescAttr(desc, i);
-        if (column->attisdropped || column->attgenerated || column->atttypid != kColumns[i].type ||
-            strcmp(NameStr(column->attname), kColumns[i].name) != 0)
-            return false;
-    }
-    return true;
-}
 
 // The permissions of INSERT INTO jobbuf.jobs (<columns>) ... RETURNING id: what a producer is
 // granted (90_privileges.sql).
@@ -110,7 +73,8 @@ JobInserter* job_inserter_open(bool all_staging_columns)
     if (!OidIsValid(jobs_oid) || !OidIsValid(sequence))
         return nullptr;
     Relation jobs = table_open(jobs_oid, RowExclusiveLock);
-    if (!jobs_table_is_pristine(jobs)) {
+    // Under session_replication_role = replica the validation trigger does not fire: neither do we.
+    if (!jobs_table_is_pristine(jobs) || SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA) {
         table_close(jobs, NoLock);
         return nullptr;
     }

@@ -1,0 +1,173 @@
+// Postgres regime: the drain's direct take (see job_taker.h).
+#include "pg_includes.h"
+
+#include <new>
+
+#include "job_taker.h"
+#include "job_validation.h"
+#include "jobs_table_shape.h"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/nbtree.h"
+#include "access/relation.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "nodes/primnodes.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/fmgroids.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+}
+
+using jobbuf::redis::StagedJob;
+
+namespace {
+
+// True when index is jobs_waiting as created: a valid btree on (queue, id) WHERE group_id IS NULL.
+bool waiting_index_is_pristine(Relation index)
+{
+    Form_pg_index form = index->rd_index;
+    if (index->rd_rel->relam != BTREE_AM_OID || !form->indisvalid || !form->indisready ||
+        form->indnatts != 2 || form->indnkeyatts != 2 || form->indkey.values[0] != kJobsQueue ||
+        form->indkey.values[1] != kJobsId || RelationGetIndexExpressions(index) != NIL)
+        return false;
+    List* predicate = RelationGetIndexPredicate(index);
+    if (list_length(predicate) != 1 || !IsA(linitial(predicate), NullTest))
+        return false;
+    auto* test = static_cast<NullTest*>(linitial(predicate));
+    return test->nulltesttype == IS_NULL && IsA(test->arg, Var) &&
+           reinterpret_cast<Var*>(test->arg)->varattno == kJobsGroupId;
+}
+
+bool has_top_level_key(Jsonb* payload, const char* key)
+{
+    JsonbValue probe;
+    probe.type = jbvString;
+    probe.val.string.val = const_cast<char*>(key);
+    probe.val.string.len = static_cast<int>(strlen(key));
+    return JB_ROOT_IS_OBJECT(payload) &&
+           findJsonbValueFromContainer(&payload->root, JB_FOBJECT, &probe) != nullptr;
+}
+
+// Sidekiq: the keys jobbuf sets itself are dropped from the payload when present (as the batch
+// statement's "payload - '{queue,jid,created_at,enqueued_at}'").
+Jsonb* without_jobbuf_keys(Jsonb* payload)
+{
+    static const char* const keys[] = {"queue", "jid", "created_at", "enqueued_at"};
+    bool any = false;
+    for (const char* key : keys)
+        any = any || has_top_level_key(payload, key);
+    if (!any)
+        return payload;
+    Datum elems[4];
+    for (int i = 0; i < 4; i++)
+        elems[i] = CStringGetTextDatum(keys[i]);
+    ArrayType* array = construct_array(elems, 4, TEXTOID, -1, false, TYPALIGN_INT);
+    return DatumGetJsonbP(DirectFunctionCall2(jsonb_delete_array, JsonbPGetDatum(payload), PointerGetDatum(array)));
+}
+
+double epoch_seconds(TimestampTz ts)
+{
+    // date_part('epoch', ts): the exact quotient rounded once to a double, as here.
+    return static_cast<double>(ts - SetEpochTimestamp()) / USECS_PER_SEC;
+}
+
+// Appends the job in slot to *taken (which has room for it); its JSON text goes to *texts, and
+// where it starts to text_start[] (views are made at the end: *texts moves as it grows).
+void append_job(TupleTableSlot* slot, bool sidekiq, TakenBatch* taken, StringInfo texts, size_t* text_start)
+{
+    uint64 i = taken->count;
+    Assert(i < taken->capacity);
+    const Datum* v = slot->tts_values;
+    const bool* isnull = slot->tts_isnull;
+    Jsonb* payload = DatumGetJsonbP(v[kJobsPayload - 1]);
+    StagedJob* job = new (&taken->jobs[i]) StagedJob();
+    job->id = DatumGetInt64(v[kJobsId - 1]);
+    job->staged_at = epoch_seconds(DatumGetTimestampTz(v[kJobsStagedAt - 1]));
+    job->run_at = epoch_seconds(DatumGetTimestampTz(v[kJobsRunAt - 1]));
+    job->payload_has_retry = sidekiq && has_top_level_key(payload, "retry");
+    Jsonb* pushed = sidekiq ? without_jobbuf_keys(payload) : payload;
+    text_start[i] = texts->len;
+    JsonbToCString(texts, &pushed->root, VARSIZE(pushed));
+
+    TakenJobRecord* record = &taken->records[i];
+    record->payload = datumCopy(PointerGetDatum(payload), false, -1);
+    record->partition_key = isnull[kJobsPartitionKey - 1] ? 0 : datumCopy(v[kJobsPartitionKey - 1], false, -1);
+    record->unique_key = isnull[kJobsUniqueKey - 1] ? 0 : datumCopy(v[kJobsUniqueKey - 1], false, -1);
+    record->staged_at = DatumGetTimestampTz(v[kJobsStagedAt - 1]);
+    record->attempts = DatumGetInt32(v[kJobsAttempts - 1]);
+    taken->count++;
+}
+
+}  // namespace
+
+bool take_jobs_directly(const char* queue, int limit, bool sidekiq, int64 after_id, TakenBatch* taken)
+{
+    Oid schema = get_namespace_oid("jobbuf", false);
+    Oid jobs_oid = get_relname_relid("jobs", schema);
+    Oid index_oid = get_relname_relid("jobs_waiting", schema);
+    if (!OidIsValid(jobs_oid) || !OidIsValid(index_oid))
+        return false;
+    Relation jobs = table_open(jobs_oid, RowExclusiveLock);
+    Relation index = index_open(index_oid, AccessShareLock);
+    if (!jobs_table_is_pristine(jobs) || index->rd_index->indrelid != jobs_oid || !waiting_index_is_pristine(index)) {
+        index_close(index, NoLock);
+        table_close(jobs, NoLock);
+        return false;
+    }
+
+    *taken = TakenBatch{};
+    taken->capacity = limit > 0 ? static_cast<uint64>(limit) : 1;
+    taken->jobs = static_cast<StagedJob*>(palloc(sizeof(StagedJob) * taken->capacity));
+    taken->records = static_cast<TakenJobRecord*>(palloc(sizeof(TakenJobRecord) * taken->capacity));
+    taken->in_id_order = true;  // a forward scan of (queue, id) for one queue
+    auto* text_start = static_cast<size_t*>(palloc(sizeof(size_t) * (taken->capacity + 1)));
+    StringInfoData texts;
+    initStringInfo(&texts);
+
+    // queue = $1 AND id > $after_id, in (queue, id) order: the scan starts right at the cursor.
+    ScanKeyData keys[2];
+    ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid, index->rd_indcollation[0],
+                           F_TEXTEQ, CStringGetTextDatum(queue));
+    ScanKeyEntryInitialize(&keys[1], 0, 2, BTGreaterStrategyNumber, InvalidOid, InvalidOid, F_INT8GT,
+                           Int64GetDatum(after_id));
+    Snapshot snapshot = GetActiveSnapshot();
+    IndexScanDesc scan = index_beginscan(jobs, index, snapshot, 2, 0);
+    index_rescan(scan, keys, 2, nullptr, 0);
+    TupleTableSlot* slot = table_slot_create(jobs, nullptr);
+    TimestampTz now = GetCurrentTransactionStartTimestamp();
+    CommandId cid = GetCurrentCommandId(true);
+
+    while (taken->count < static_cast<uint64>(limit) && index_getnext_slot(scan, ForwardScanDirection, slot)) {
+        slot_getallattrs(slot);
+        if (!slot->tts_isnull[kJobsGroupId - 1])
+            continue;  // claimed (the index entry of a version from before the claim)
+        if (!sidekiq && DatumGetTimestampTz(slot->tts_values[kJobsRunAt - 1]) > now)
+            continue;  // not due yet
+        TM_FailureData failure;
+        TM_Result result = table_tuple_delete(jobs, &slot->tts_tid, cid, snapshot, InvalidSnapshot,
+                                              false /* skip, do not wait for, a row another transaction holds */,
+                                              &failure, false);
+        if (result != TM_Ok)
+            continue;  // locked, updated or deleted by another transaction since our snapshot
+        append_job(slot, sidekiq, taken, &texts, text_start);
+    }
+    text_start[taken->count] = texts.len;
+    for (uint64 i = 0; i < taken->count; i++)
+        taken->jobs[i].payload = std::string_view(texts.data + text_start[i], text_start[i + 1] - text_start[i]);
+
+    ExecDropSingleTupleTableSlot(slot);
+    index_endscan(scan);
+    index_close(index, NoLock);
+    table_close(jobs, NoLock);
+    return true;
+}

@@ -1,0 +1,19 @@
+// Postgres regime: the drain's take without SQL. It walks jobs_waiting from the queue's cursor
+// and deletes each ready job by its tuple id with the table AM, as the worker's batch statement
+// (drain_batch.cpp) would: the same rows in the same order, a job locked or changed by another
+// transaction skipped as FOR UPDATE SKIP LOCKED skips it, the same projection for Redis. What it
+// leaves out is the executor: no plan start-up per batch, no separate row-lock step (a WAL
+// record per job) and no second btree descent per id to find the row again for the DELETE.
+//
+// Taken only while jobbuf.jobs and jobs_waiting are as the extension created them (see
+// jobs_table_shape.h): a table with an owner's DELETE trigger, a rule or a foreign key pointing
+// at it gets the SQL statement, which runs them.
+#pragma once
+#include "pg_includes.h"
+
+#include "taken_batch.h"
+
+// Takes up to limit ready jobs of queue with id > after_id (any run_at when sidekiq: Sidekiq
+// holds scheduled jobs itself) into *taken, in id order. False, with nothing done, when the
+// table is not in the shape described above.
+bool take_jobs_directly(const char* queue, int limit, bool sidekiq, int64 after_id, TakenBatch* taken);

@@ -1,0 +1,38 @@
+// Postgres regime: the rows of one batch statement, kept compactly for the Redis push (and, for
+// the rare job Redis rejects, for its dead letter). A DestReceiver fills it as the DELETE ...
+// RETURNING produces rows, so no SPITupleTable is built and no column is looked up twice.
+#pragma once
+#include "pg_includes.h"
+
+extern "C" {
+#include "tcop/dest.h"
+}
+
+#include "redis/delivery.h"
+
+// What a dead letter needs besides the job's id and Redis's error.
+struct TakenJobRecord {
+    Datum payload;        // jsonb
+    Datum partition_key;  // text, or 0 when NULL
+    Datum unique_key;     // text, or 0 when NULL
+    TimestampTz staged_at;
+    int32 attempts;
+};
+
+struct TakenBatch {
+    jobbuf::redis::StagedJob* jobs;  // for the push; payloads point into memory of the batch
+    TakenJobRecord* records;         // parallel to jobs
+    uint64 count;
+    uint64 capacity;
+    bool in_id_order;
+};
+
+// A receiver that appends each row of the batch statement to *batch (allocated in the memory
+// context current when it is created). Rows are: id, JSON text, staged_at and run_at as epoch
+// seconds, payload sets "retry", payload, partition_key, unique_key, staged_at, attempts.
+DestReceiver* create_taken_batch_receiver(TakenBatch* batch, uint64 expected_rows);
+
+// Puts the jobs (and their records) in id order, the order a batch is pushed in. They come in
+// the order of the DELETE's index probe, which is id order in every plan the worker allows, so
+// this is normally the one comparison per row the receiver already made.
+void sort_taken_batch(TakenBatch* batch);
