@@ -34,8 +34,10 @@ end
   c, e = num(r["drain_#{t}_ceiling"]), num(r["drain_#{t}_external"])
   add.("drain #{t} (jobs/s)", j, "SQL-only DELETE..RETURNING", c, j / c, "jobbuf/ceiling >= 0.90", j / c >= 0.90)
   add.("drain #{t} (jobs/s)", j, "external Ruby enqueuer", e, j / e, "jobbuf/external >= 2.5", j / e >= 2.5)
+  sq = num(r["drain_#{t}_sql"])
+  add.("  same, worker's SQL path", sq, "SQL-only DELETE..RETURNING", c, sq / c, "(owner-changed table, info)", nil) if sq
   st = num(r["drain_#{t}_stale"])
-  add.("drain #{t}, plan from empty table", st, "SQL-only DELETE..RETURNING", c, st / c, "(#{r["drain_#{t}_stale_n"]} jobs; same target)", st / c >= 0.90) if st
+  add.("  SQL path, plan from empty table", st, "SQL-only DELETE..RETURNING", c, st / c, "(#{r["drain_#{t}_stale_n"]} jobs, info)", nil) if st
 end
 [["one", "stage 1 job/tx (tps)", "plain INSERT", 1.15], ["batch", "stage 100 jobs/tx (tps)", "multi-row INSERT of 100", 1.20]].each do |form, label, cmp, limit|
   j, p = num(r["stage_#{form}_jobbuf"]), num(r["stage_#{form}_plain"])
