@@ -134,6 +134,14 @@ int current_active_queues(MemoryContext cxt, ActiveQueue** queues, bool reload, 
     return list_count;
 }
 
+bool active_queues_changed(void)
+{
+    if (jobbuf_shared == nullptr)
+        return false;
+    pg_memory_barrier();  // read after the caller's snapshot, not before
+    return !list_loaded || pg_atomic_read_u32(&jobbuf_shared->queues_generation) != list_generation;
+}
+
 void forget_active_queues(void)
 {
     list_loaded = false;

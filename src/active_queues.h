@@ -20,6 +20,11 @@ struct ActiveQueue {
 // extension is not installed.
 int current_active_queues(MemoryContext cxt, ActiveQueue** queues, bool reload, bool* reloaded);
 
+// Whether a commit changed jobbuf.queues since the list was loaded. Asked by each batch after it
+// took its snapshot: a batch whose snapshot sees jobs staged after a jobbuf_pause (or any queue
+// change) returned also sees that change here, and leaves the queue to the reloaded list.
+bool active_queues_changed(void);
+
 // Makes the next current_active_queues reload (after a database error, for instance).
 void forget_active_queues(void);
 

@@ -14,6 +14,7 @@ struct DrainContext {
 enum class BatchOutcome {
     Empty,       // nothing ready
     Locked,      // jobbuf's tables are locked (DDL): nothing done, try again at the next round
+    Stale,       // jobbuf.queues changed since the queue list was read: nothing done, reload it
     Partial,     // delivered fewer than a full batch: the queue is drained for now
     Full,        // delivered a full batch: there may be more
     Unavailable, // Redis unreachable or failed mid-way: the jobs stay staged
@@ -32,6 +33,11 @@ inline void set_batch_message(BatchResult* result, const char* text)
 {
     strlcpy(result->message, text, sizeof(result->message));
 }
+
+// Begins the transaction of a delivery attempt and locks jobbuf's tables. False, with
+// result->outcome set, when nothing may be done now: the tables are locked (DDL), or the queue
+// list is stale (active_queues_changed).
+bool begin_delivery_transaction(const char* activity, BatchResult* result);
 
 inline BatchOutcome outcome_of(jobbuf::redis::SessionReport::Status status)
 {

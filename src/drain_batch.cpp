@@ -11,6 +11,7 @@
 // instead of pushing them again: the job reaches Redis once.
 #include "pg_includes.h"
 
+#include "active_queues.h"
 #include "delivery_stats.h"
 #include "drain_batch.h"
 #include "job_taker.h"
@@ -116,18 +117,30 @@ void take_batch(const ActiveQueue* q, int limit, bool sidekiq, int64 after_id, T
 
 }  // namespace
 
+bool begin_delivery_transaction(const char* activity, BatchResult* result)
+{
+    begin_worker_transaction(activity);
+    if (!lock_jobbuf_tables()) {
+        abort_worker_transaction();
+        result->outcome = BatchOutcome::Locked;
+        return false;
+    }
+    if (active_queues_changed()) {
+        abort_worker_transaction();
+        result->outcome = BatchOutcome::Stale;
+        return false;
+    }
+    return true;
+}
+
 BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, int64* after_id)
 {
     BatchResult result{};
     int limit = q->batch_size > 0 ? q->batch_size : jobbuf_batch_size;
     bool sidekiq = q->spec.kind == static_cast<int>(jobbuf::redis::QueueTarget::Kind::Sidekiq);
 
-    begin_worker_transaction("jobbuf: delivering a batch");
-    if (!lock_jobbuf_tables()) {
-        abort_worker_transaction();
-        result.outcome = BatchOutcome::Locked;
+    if (!begin_delivery_transaction("jobbuf: delivering a batch", &result))
         return result;
-    }
     prepare_plans();
 
     TakenBatch taken;

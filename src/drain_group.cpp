@@ -62,12 +62,8 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
     bool sidekiq = q->spec.kind == static_cast<int>(jobbuf::redis::QueueTarget::Kind::Sidekiq);
 
     // 1. Claim and commit, so that the consumer that pops the message sees the group.
-    begin_worker_transaction("jobbuf: claiming a group");
-    if (!lock_jobbuf_tables()) {
-        abort_worker_transaction();
-        result.outcome = BatchOutcome::Locked;
+    if (!begin_delivery_transaction("jobbuf: claiming a group", &result))
         return result;
-    }
     prepare_group_plan(extension_schema());
     Datum args[4] = {CStringGetTextDatum(q->name), Int32GetDatum(q->batch_size), BoolGetDatum(sidekiq),
                      CStringGetTextDatum(q->group_class)};

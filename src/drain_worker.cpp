@@ -357,6 +357,10 @@ long drain_round(void)
             }
             if (from_head)
                 note_head_scan(result.take_us);
+            if (result.outcome == BatchOutcome::Stale) {
+                more = true;  // the next pass reloads the queue list and looks at every queue
+                break;
+            }
             progress->pending = result.outcome == BatchOutcome::Full;  // a full batch: there may be more
             more = more || progress->pending;
             switch (result.outcome) {

@@ -62,4 +62,24 @@ say "backlog: $at_pause of 50000 in Redis when jobbuf_pause committed, $after 1.
 expect_le "paused mid-drain: at most one more batch of 20 after the pause committed" "$(( after - at_pause ))" 20
 expect_eq "paused mid-drain: the rest stays staged" "$(jb_sql "SELECT ready FROM jobbuf_stats() WHERE queue = 'backlog'")" "$(( 50000 - after ))"
 
+# A pause is exact for later commits: a batch whose snapshot sees a job staged after
+# jobbuf_pause returned also sees the pause, even when the worker read its queue list before the
+# pause (mid-pass, busy with another queue's backlog). 60 resume-pause-stage cycles: each resume
+# delivers the job staged in the cycle before, none may deliver its own cycle's job.
+jb_psql -q -o /dev/null -c "SELECT jobbuf_create_queue(q, 'list') FROM unnest('{busy1,busy2,busy3,toggled}'::text[]) q" \
+  -c "SELECT jobbuf_pause(q) FROM unnest('{busy1,busy2,busy3,toggled}'::text[]) q" \
+  -c "SELECT count(jobbuf_stage(q, jsonb_build_object('n', n))) FROM unnest('{busy1,busy2,busy3}'::text[]) q, generate_series(1, 60000) n" \
+  -c "SELECT jobbuf_resume(q) FROM unnest('{backlog,busy1,busy2,busy3}'::text[]) q"
+early=0
+for i in $(seq 1 60); do
+  jb_psql -q -o /dev/null -c "SELECT jobbuf_resume('toggled')" -c "SELECT jobbuf_pause('toggled')" \
+    -c "SELECT jobbuf_stage('toggled', jsonb_build_object('n', $i))"
+  sleep 0.05
+  jb_redis LRANGE jobbuf:toggled 0 -1 | grep -qx "{\"n\": $i}" && early=$((early + 1))
+  [ "$i" = 10 ] && busy=$(jb_sql "SELECT bool_and(ready > 0) FROM jobbuf_stats() WHERE queue LIKE 'busy_'")
+done
+expect_eq "the worker was busy with three backlogs during the first 10 cycles" "$busy" t
+expect_eq "no job staged after jobbuf_pause returned was delivered before the next resume (of 60)" "$early" 0
+expect_eq "the last cycle's job stays staged" "$(jb_sql "SELECT ready FROM jobbuf_stats() WHERE queue = 'toggled'")" 1
+
 e2e_done

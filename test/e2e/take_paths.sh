@@ -11,12 +11,13 @@ e2e_start "jobbuf.poll_interval = '1s'"
 jb_psql -q -o /dev/null -c "SELECT jobbuf_create_queue('t', 'list')" -c "SELECT jobbuf_pause('t')" \
   -c "SELECT jobbuf_stage('t', jsonb_build_object('n', n)) FROM generate_series(1, 5) n"
 
-# A transaction locks job 3 for 3 seconds; the worker delivers the other four meanwhile.
+# A transaction locks job 3 for 4 seconds; the worker delivers the other four meanwhile. The
+# lock is seen taken when SKIP LOCKED no longer finds the row.
 jb_psql -q -o /dev/null -c "BEGIN" \
   -c "SELECT id FROM jobbuf.jobs WHERE queue = 't' AND payload->>'n' = '3' FOR UPDATE" \
-  -c "SELECT pg_sleep(3)" -c "COMMIT" &
+  -c "SELECT pg_sleep(4)" -c "COMMIT" &
 locker=$!
-jb_wait_until "[ \"\$(jb_sql \"SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE a.query LIKE '%pg_sleep(3)%' AND l.locktype = 'transactionid'\")\" -ge 1 ]" 5 \
+jb_wait_until "[ \"\$(jb_sql \"SELECT count(*) FROM (SELECT 1 FROM jobbuf.jobs WHERE queue = 't' AND payload->>'n' = '3' FOR UPDATE SKIP LOCKED) s\")\" = 0 ]" 5 \
   || fail "the locking transaction did not start"
 jb_sql "SELECT jobbuf_resume('t')" >/dev/null
 if jb_wait_until '[ "$(jb_redis LLEN jobbuf:t)" = 4 ]' 2; then
