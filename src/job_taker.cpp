@@ -99,12 +99,9 @@ void append_job(TupleTableSlot* slot, bool sidekiq, TakenBatch* taken, StringInf
     text_start[i] = texts->len;
     JsonbToCString(texts, &pushed->root, VARSIZE(pushed));
 
-    TakenJobRecord* record = &taken->records[i];
-    record->payload = datumCopy(PointerGetDatum(payload), false, -1);
-    record->partition_key = isnull[kJobsPartitionKey - 1] ? 0 : datumCopy(v[kJobsPartitionKey - 1], false, -1);
-    record->unique_key = isnull[kJobsUniqueKey - 1] ? 0 : datumCopy(v[kJobsUniqueKey - 1], false, -1);
-    record->staged_at = DatumGetTimestampTz(v[kJobsStagedAt - 1]);
-    record->attempts = DatumGetInt32(v[kJobsAttempts - 1]);
+    taken_batch_keep_record(taken, i, PointerGetDatum(payload), NullableDatum{v[kJobsPartitionKey - 1], isnull[kJobsPartitionKey - 1]},
+                            NullableDatum{v[kJobsUniqueKey - 1], isnull[kJobsUniqueKey - 1]}, v[kJobsStagedAt - 1],
+                            v[kJobsAttempts - 1]);
     taken->count++;
 }
 
@@ -125,11 +122,7 @@ bool take_jobs_directly(const char* queue, int limit, bool sidekiq, int64 after_
         return false;
     }
 
-    *taken = TakenBatch{};
-    taken->capacity = limit > 0 ? static_cast<uint64>(limit) : 1;
-    taken->jobs = static_cast<StagedJob*>(palloc(sizeof(StagedJob) * taken->capacity));
-    taken->records = static_cast<TakenJobRecord*>(palloc(sizeof(TakenJobRecord) * taken->capacity));
-    taken->in_id_order = true;  // a forward scan of (queue, id) for one queue
+    taken_batch_init(taken, limit > 0 ? static_cast<uint64>(limit) : 1);  // in id order: a forward scan of (queue, id)
     auto* text_start = static_cast<size_t*>(palloc(sizeof(size_t) * (taken->capacity + 1)));
     StringInfoData texts;
     initStringInfo(&texts);

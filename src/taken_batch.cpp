@@ -1,4 +1,5 @@
-// Postgres regime: the DestReceiver that collects a batch statement's rows (see taken_batch.h).
+// Postgres regime: a batch's taken jobs, and the DestReceiver that collects the batch statement's
+// rows into them (see taken_batch.h).
 #include "pg_includes.h"
 
 #include <algorithm>
@@ -23,23 +24,11 @@ struct TakenBatchReceiver {
     MemoryContext cxt;
 };
 
-void reserve(TakenBatch* batch, uint64 capacity, MemoryContext cxt)
+void grow(TakenBatch* batch)
 {
-    if (capacity <= batch->capacity)
-        return;
-    if (batch->jobs == nullptr) {
-        batch->jobs = static_cast<StagedJob*>(MemoryContextAlloc(cxt, sizeof(StagedJob) * capacity));
-        batch->records = static_cast<TakenJobRecord*>(MemoryContextAlloc(cxt, sizeof(TakenJobRecord) * capacity));
-    } else {
-        batch->jobs = static_cast<StagedJob*>(repalloc(batch->jobs, sizeof(StagedJob) * capacity));
-        batch->records = static_cast<TakenJobRecord*>(repalloc(batch->records, sizeof(TakenJobRecord) * capacity));
-    }
-    batch->capacity = capacity;
-}
-
-Datum copy_text_or_zero(Datum value, bool isnull)
-{
-    return isnull ? static_cast<Datum>(0) : datumCopy(value, false, -1);
+    batch->capacity *= 2;  // repalloc keeps each array in its memory context
+    batch->jobs = static_cast<StagedJob*>(repalloc(batch->jobs, sizeof(StagedJob) * batch->capacity));
+    batch->records = static_cast<TakenJobRecord*>(repalloc(batch->records, sizeof(TakenJobRecord) * batch->capacity));
 }
 
 bool receive_row(TupleTableSlot* slot, DestReceiver* self)
@@ -48,7 +37,7 @@ bool receive_row(TupleTableSlot* slot, DestReceiver* self)
     TakenBatch* batch = receiver->batch;
     MemoryContext old = MemoryContextSwitchTo(receiver->cxt);
     if (batch->count == batch->capacity)
-        reserve(batch, batch->capacity * 2, receiver->cxt);
+        grow(batch);
 
     slot_getallattrs(slot);
     const Datum* v = slot->tts_values;
@@ -64,13 +53,7 @@ bool receive_row(TupleTableSlot* slot, DestReceiver* self)
     job->staged_at = DatumGetFloat8(v[2]);
     job->run_at = DatumGetFloat8(v[3]);
     job->payload_has_retry = DatumGetBool(v[4]);
-
-    TakenJobRecord* record = &batch->records[i];
-    record->payload = datumCopy(v[5], false, -1);
-    record->partition_key = copy_text_or_zero(v[6], isnull[6]);
-    record->unique_key = copy_text_or_zero(v[7], isnull[7]);
-    record->staged_at = DatumGetTimestampTz(v[8]);
-    record->attempts = DatumGetInt32(v[9]);
+    taken_batch_keep_record(batch, i, v[5], NullableDatum{v[6], isnull[6]}, NullableDatum{v[7], isnull[7]}, v[8], v[9]);
 
     if (i > 0 && batch->jobs[i - 1].id >= job->id)
         batch->in_id_order = false;
@@ -104,10 +87,28 @@ DestReceiver* create_taken_batch_receiver(TakenBatch* batch, uint64 expected_row
     receiver->pub.mydest = DestNone;
     receiver->batch = batch;
     receiver->cxt = CurrentMemoryContext;
-    *batch = TakenBatch{};
-    batch->in_id_order = true;
-    reserve(batch, expected_rows > 0 ? expected_rows : 16, receiver->cxt);
+    taken_batch_init(batch, expected_rows > 0 ? expected_rows : 16);
     return &receiver->pub;
+}
+
+void taken_batch_init(TakenBatch* batch, uint64 capacity)
+{
+    *batch = TakenBatch{};
+    batch->capacity = capacity > 0 ? capacity : 1;
+    batch->jobs = static_cast<StagedJob*>(palloc(sizeof(StagedJob) * batch->capacity));
+    batch->records = static_cast<TakenJobRecord*>(palloc(sizeof(TakenJobRecord) * batch->capacity));
+    batch->in_id_order = true;
+}
+
+void taken_batch_keep_record(TakenBatch* batch, uint64 i, Datum payload, NullableDatum partition_key,
+                             NullableDatum unique_key, Datum staged_at, Datum attempts)
+{
+    TakenJobRecord* record = &batch->records[i];
+    record->payload = datumCopy(payload, false, -1);
+    record->partition_key = partition_key.isnull ? 0 : datumCopy(partition_key.value, false, -1);
+    record->unique_key = unique_key.isnull ? 0 : datumCopy(unique_key.value, false, -1);
+    record->staged_at = DatumGetTimestampTz(staged_at);
+    record->attempts = DatumGetInt32(attempts);
 }
 
 void sort_taken_batch(TakenBatch* batch)

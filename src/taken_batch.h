@@ -1,6 +1,7 @@
-// Postgres regime: the rows of one batch statement, kept compactly for the Redis push (and, for
-// the rare job Redis rejects, for its dead letter). A DestReceiver fills it as the DELETE ...
-// RETURNING produces rows, so no SPITupleTable is built and no column is looked up twice.
+// Postgres regime: the jobs one batch took, kept compactly for the Redis push (and, for the rare
+// job Redis rejects, for its dead letter). Filled by the direct take (job_taker.h) or, on the SQL
+// path, by a DestReceiver as the DELETE ... RETURNING produces rows, so no SPITupleTable is
+// built and no column is looked up twice.
 #pragma once
 #include "pg_includes.h"
 
@@ -26,6 +27,13 @@ struct TakenBatch {
     uint64 capacity;
     bool in_id_order;
 };
+
+// Makes *batch empty, with room for capacity jobs (in the current memory context).
+void taken_batch_init(TakenBatch* batch, uint64 capacity);
+
+// Copies what a dead letter needs of job i (the values as read from its row) into batch->records[i].
+void taken_batch_keep_record(TakenBatch* batch, uint64 i, Datum payload, NullableDatum partition_key,
+                             NullableDatum unique_key, Datum staged_at, Datum attempts);
 
 // A receiver that appends each row of the batch statement to *batch (allocated in the memory
 // context current when it is created). Rows are: id, JSON text, staged_at and run_at as epoch
