@@ -112,6 +112,7 @@ void take_batch(const ActiveQueue* q, int limit, bool sidekiq, int64 after_id, T
     int rc = SPI_execute_plan_extended(take_plan, &options);
     if (rc != SPI_OK_DELETE_RETURNING)
         elog(ERROR, "jobbuf: taking a batch failed: %s", SPI_result_code_string(rc));
+    taken->lowest_passed_over = after_id + 1;  // the statement does not say which rows it passed over
     sort_taken_batch(taken);
 }
 
@@ -133,7 +134,7 @@ bool begin_delivery_transaction(const char* activity, BatchResult* result)
     return true;
 }
 
-BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, int64* after_id)
+BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgress* progress)
 {
     BatchResult result{};
     int limit = q->batch_size > 0 ? q->batch_size : jobbuf_batch_size;
@@ -145,8 +146,9 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, int64* afte
 
     TakenBatch taken;
     TimestampTz take_start = GetCurrentTimestamp();
-    take_batch(q, limit, sidekiq, *after_id, &taken);
+    take_batch(q, limit, sidekiq, progress->after_id, &taken);
     result.take_us = GetCurrentTimestamp() - take_start;
+    progress->lowest_passed_over = Min(progress->lowest_passed_over, taken.lowest_passed_over);
     uint64 count = taken.count;
     if (count == 0) {
         commit_worker_transaction();
@@ -205,7 +207,7 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, int64* afte
     int64 last_id = jobs[count - 1].id;
     commit_worker_transaction();
     publish_batch_counters(delivered);
-    *after_id = last_id;
+    progress->after_id = last_id;
     if (rejected > 0) {
         ereport(WARNING, (errmsg("jobbuf: Redis rejected " INT64_FORMAT " job(s) of queue \"%s\"; moved to jobbuf.dead",
                                  rejected, q->name),

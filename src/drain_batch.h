@@ -5,10 +5,12 @@
 
 #include "active_queues.h"
 #include "batch_result.h"
+#include "queue_progress.h"
 
-// Runs one batch for queue q in its own transaction, taking only jobs with id > *after_id, and
-// on delivery sets *after_id to the last id taken. Postgres errors propagate (ereport).
+// Runs one batch for queue q in its own transaction, taking only jobs with id > progress->after_id;
+// on delivery sets after_id to the last id taken, and notes the lowest id it left waiting in
+// progress->lowest_passed_over. Postgres errors propagate (ereport).
 //
 // The cursor lets consecutive batches skip the index entries of the jobs earlier batches deleted
 // (see queue_progress.h).
-BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, int64* after_id);
+BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgress* progress);

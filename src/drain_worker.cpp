@@ -39,12 +39,21 @@ namespace {
 constexpr int kMinBackoffMs = 100;
 constexpr int kMaxBackoffMs = 30 * 1000;
 constexpr int kErrorBackoffMs = 1000;
-// Full passes start every cursor at the head of its queue. While an old snapshot keeps the rows
-// delivered since the last vacuum, walking past them there costs more with every job delivered;
-// full passes then come this many times their walking time apart (5% of the worker), but at
-// least once a minute.
-constexpr int kHeadScanSpacing = 20;
+// Full passes restart every cursor at its queue's floor, head passes at the head of the queue
+// (queue_progress.h). While an old snapshot keeps the rows delivered since the last vacuum,
+// walking past them costs more with every job delivered; both kinds of pass then come this many
+// times their walking time apart (5% of the worker), but full passes at least once a minute
+// (run_at coming due, rows another transaction held) and head passes at least every ten
+// minutes (released claims and two-phase commits below a cursor).
+constexpr int kRestartScanSpacing = 20;
 constexpr int kMaxFullPassSpacingMs = 60 * 1000;
+constexpr int kMaxHeadPassSpacingMs = 10 * 60 * 1000;
+
+enum class PassKind {
+    Changed,  // the queues commits staged into, each from its cursor
+    Full,     // every queue, each cursor restarted at its floor
+    Head,     // every queue, each cursor restarted at 0
+};
 
 struct WorkerState {
     DrainContext ctx;
@@ -58,8 +67,11 @@ struct WorkerState {
     bool fencing_warned;
     bool full_round_due;           // the next round's first pass looks at every queue
     TimestampTz next_full_round;   // ... and so does the first pass after this time
+    TimestampTz next_head_pass;    // the first full pass after this time is a head pass
     TimestampTz full_pass_started;
-    int64 head_scan_us;            // the last full pass's batch statements that started at a queue's head
+    TimestampTz head_pass_started;
+    int64 full_scan_us;            // the last full pass's first batches (from restarted cursors)
+    int64 head_scan_us;            // the same for the last head pass
 };
 
 WorkerState* state = nullptr;
@@ -267,29 +279,45 @@ int load_pass(ActiveQueue** queues, bool reload, bool* reloaded)
 // Whether this pass looks at every queue: on the first pass of a round after a round that did
 // not finish (an error, a backoff, the worker disabled, tables locked), and on any pass once
 // poll_interval has passed since the last full pass (jobs whose run_at came due, expired group
-// leases, rows skipped as locked, commits the wake-up cannot see such as COMMIT PREPARED), even
-// in the middle of a long round. A full pass starts every queue's cursor at 0 again.
-bool start_pass(bool first)
+// leases, rows skipped as locked), even in the middle of a long round; a full pass is a head
+// pass (commits the wake-up cannot see, such as COMMIT PREPARED, and released claims) once
+// poll_interval has passed since the last one. Both are spaced out by note_restart_scan.
+PassKind start_pass(bool first)
 {
     TimestampTz now = GetCurrentTimestamp();
-    bool full = (first && state->full_round_due) || now >= state->next_full_round;
-    if (full) {
-        state->next_full_round = TimestampTzPlusMilliseconds(now, jobbuf_poll_interval);
-        state->full_pass_started = now;
-        state->head_scan_us = 0;
-        forget_queue_progress();
+    if (!(first && state->full_round_due) && now < state->next_full_round)
+        return PassKind::Changed;
+    state->next_full_round = TimestampTzPlusMilliseconds(now, jobbuf_poll_interval);
+    state->full_pass_started = now;
+    state->full_scan_us = 0;
+    if (now < state->next_head_pass) {
+        restart_queue_cursors_at_floor();
+        return PassKind::Full;
     }
-    return full;
+    state->next_head_pass = state->next_full_round;
+    state->head_pass_started = now;
+    state->head_scan_us = 0;
+    forget_queue_progress();
+    return PassKind::Head;
 }
 
-// Spaces full passes out when their batches from the queues' heads take long to find the first
-// job (dead rows that an old snapshot keeps; see kHeadScanSpacing), up to kMaxFullPassSpacingMs.
-void note_head_scan(int64 take_us)
+TimestampTz spaced_after(TimestampTz started, int64 scan_us, int max_spacing_ms)
 {
-    state->head_scan_us += take_us;
-    TimestampTz spaced = state->full_pass_started + Min(state->head_scan_us * kHeadScanSpacing,
-                                                        int64{kMaxFullPassSpacingMs} * 1000);
-    state->next_full_round = Max(state->next_full_round, spaced);
+    return started + Min(scan_us * kRestartScanSpacing, int64{max_spacing_ms} * 1000);
+}
+
+// Spaces full and head passes out when the first batches of their restarted cursors take long to
+// find the first job (dead rows that an old snapshot keeps; see kRestartScanSpacing).
+void note_restart_scan(int64 take_us, PassKind kind)
+{
+    state->full_scan_us += take_us;
+    state->next_full_round = Max(state->next_full_round,
+                                 spaced_after(state->full_pass_started, state->full_scan_us, kMaxFullPassSpacingMs));
+    if (kind == PassKind::Head) {
+        state->head_scan_us += take_us;
+        state->next_head_pass = Max(state->next_head_pass,
+                                    spaced_after(state->head_pass_started, state->head_scan_us, kMaxHeadPassSpacingMs));
+    }
 }
 
 // Marks the queues that commits staged into since the last look as pending (every queue on a
@@ -323,7 +351,8 @@ long drain_round(void)
     bool locked_out = false;
     for (bool more = true, first = true; more; first = false) {
         more = false;
-        bool full = start_pass(first);
+        PassKind kind = start_pass(first);
+        bool full = kind != PassKind::Changed;
         if (first)
             state->full_round_due = true;  // until this round finishes
         ActiveQueue* queues = nullptr;
@@ -348,15 +377,16 @@ long drain_round(void)
             if (!jobbuf_enabled || drain_worker_must_leave())
                 return sleep_ms;
             BatchResult result{};
-            bool from_head = full && progress->after_id == 0 && !q->group_delivery;
+            bool restarted = progress->restarted && !q->group_delivery;
+            progress->restarted = false;
             if (!run_guarded([&] {
-                    result = q->group_delivery ? drain_one_group(&state->ctx, q) : drain_one_batch(&state->ctx, q, &progress->after_id);
+                    result = q->group_delivery ? drain_one_group(&state->ctx, q) : drain_one_batch(&state->ctx, q, progress);
                 })) {
                 database_failed();
                 return kErrorBackoffMs;
             }
-            if (from_head)
-                note_head_scan(result.take_us);
+            if (restarted && full)
+                note_restart_scan(result.take_us, kind);
             if (result.outcome == BatchOutcome::Stale) {
                 more = true;  // the next pass reloads the queue list and looks at every queue
                 break;

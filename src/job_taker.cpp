@@ -142,17 +142,17 @@ bool take_jobs_directly(const char* queue, int limit, bool sidekiq, int64 after_
 
     while (taken->count < static_cast<uint64>(limit) && index_getnext_slot(scan, ForwardScanDirection, slot)) {
         slot_getallattrs(slot);
-        if (!slot->tts_isnull[kJobsGroupId - 1])
-            continue;  // claimed (the index entry of a version from before the claim)
-        if (!sidekiq && DatumGetTimestampTz(slot->tts_values[kJobsRunAt - 1]) > now)
-            continue;  // not due yet
+        bool ready = slot->tts_isnull[kJobsGroupId - 1]  // else claimed (an entry from before the claim)
+                     && (sidekiq || DatumGetTimestampTz(slot->tts_values[kJobsRunAt - 1]) <= now);
+        // Skip, do not wait for, a row another transaction holds; a row locked, updated or
+        // deleted since our snapshot is left too.
         TM_FailureData failure;
-        TM_Result result = table_tuple_delete(jobs, &slot->tts_tid, cid, snapshot, InvalidSnapshot,
-                                              false /* skip, do not wait for, a row another transaction holds */,
-                                              &failure, false);
-        if (result != TM_Ok)
-            continue;  // locked, updated or deleted by another transaction since our snapshot
-        append_job(slot, sidekiq, taken, &texts, text_start);
+        if (ready && table_tuple_delete(jobs, &slot->tts_tid, cid, snapshot, InvalidSnapshot, false, &failure, false) == TM_Ok) {
+            append_job(slot, sidekiq, taken, &texts, text_start);
+        } else {
+            int64 id = DatumGetInt64(slot->tts_values[kJobsId - 1]);
+            taken->lowest_passed_over = Min(taken->lowest_passed_over, id);
+        }
     }
     text_start[taken->count] = texts.len;
     for (uint64 i = 0; i < taken->count; i++)

@@ -19,6 +19,20 @@ void forget_queue_progress(void)
     progress = create_name_hash("jobbuf queue progress", sizeof(QueueProgress), 16);
 }
 
+void restart_queue_cursors_at_floor(void)
+{
+    if (progress == nullptr)
+        return;
+    HASH_SEQ_STATUS scan;
+    hash_seq_init(&scan, progress);
+    while (auto* entry = static_cast<QueueProgress*>(hash_seq_search(&scan))) {
+        entry->after_id = Min(entry->after_id, entry->lowest_passed_over - 1);
+        entry->lowest_passed_over = PG_INT64_MAX;
+        entry->pending = false;
+        entry->restarted = true;
+    }
+}
+
 QueueProgress* queue_progress(const char* queue)
 {
     if (progress == nullptr)
@@ -27,7 +41,9 @@ QueueProgress* queue_progress(const char* queue)
     auto* entry = static_cast<QueueProgress*>(hash_search(progress, queue, HASH_ENTER, &found));
     if (!found) {
         entry->after_id = 0;
+        entry->lowest_passed_over = PG_INT64_MAX;
         entry->pending = false;
+        entry->restarted = true;
     }
     return entry;
 }

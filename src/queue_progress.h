@@ -5,20 +5,28 @@
 // job delivered, never at the head of the queue, where the index entries of every job delivered
 // since the last vacuum lie (and, while any older snapshot exists, cannot even be marked dead).
 // A job that commits with an id below a cursor (transactions commit out of id order) publishes
-// its id at commit, and the worker rewinds the cursors to it. Jobs no commit announces (run_at
-// coming due, released claims, two-phase commits) are found by the full rounds, which start
-// every cursor at 0 again.
+// its id at commit, and the worker rewinds the cursors to it. Jobs no commit announces are found
+// by full passes: run_at coming due and rows another transaction held were passed over by some
+// batch, which noted the lowest such id, and a full pass restarts each cursor there (the queue's
+// floor); released claims and two-phase commits can lie below it, and only head passes, which
+// start every cursor at 0 again, find them.
 #pragma once
 #include "pg_includes.h"
 
 struct QueueProgress {
     char queue[NAMEDATALEN];  // hash key
     int64 after_id;           // the next batch takes jobs with a larger id
+    int64 lowest_passed_over; // the lowest id a batch left waiting since the last full pass
     bool pending;             // the queue needs (another) batch in this round
+    bool restarted;           // the cursor was restarted and no batch has run from it yet
 };
 
-// Full round: every cursor back to 0, nothing pending.
+// Head pass: every cursor back to 0, nothing pending.
 void forget_queue_progress(void);
+
+// Full pass: every cursor back to its queue's floor (no further than the lowest id left waiting
+// since the last full pass), nothing pending.
+void restart_queue_cursors_at_floor(void);
 
 // The progress of a queue, created with after_id 0 and not pending.
 QueueProgress* queue_progress(const char* queue);

@@ -98,6 +98,7 @@ void taken_batch_init(TakenBatch* batch, uint64 capacity)
     batch->jobs = static_cast<StagedJob*>(palloc(sizeof(StagedJob) * batch->capacity));
     batch->records = static_cast<TakenJobRecord*>(palloc(sizeof(TakenJobRecord) * batch->capacity));
     batch->in_id_order = true;
+    batch->lowest_passed_over = PG_INT64_MAX;
 }
 
 void taken_batch_keep_record(TakenBatch* batch, uint64 i, Datum payload, NullableDatum partition_key,

@@ -26,6 +26,10 @@ struct TakenBatch {
     uint64 count;
     uint64 capacity;
     bool in_id_order;
+    // The lowest id the take passed over and left waiting (not due, claimed, held by another
+    // transaction); PG_INT64_MAX when none. The SQL statement cannot tell: it reports the first
+    // id it could have taken.
+    int64 lowest_passed_over;
 };
 
 // Makes *batch empty, with room for capacity jobs (in the current memory context).

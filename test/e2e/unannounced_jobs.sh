@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Jobs below the worker's cursor that no commit announces are still delivered: a scheduled job
+# that comes due after many later jobs went (a full pass restarts the cursor at the queue's
+# floor, the lowest id a batch left waiting), and a job of a two-phase transaction whose COMMIT
+# PREPARED ran after later jobs went (COMMIT PREPARED wakes nobody: a head pass, from id 0,
+# finds it).
+source "$(dirname "$0")/tools/lib.sh"
+
+e2e_start "jobbuf.poll_interval = '500ms'
+max_prepared_transactions = 4"
+jb_sql "SELECT jobbuf_create_queue('u', 'list')" >/dev/null
+
+# The prepared job first (lowest id), then the scheduled job, then 200 jobs in 20 commits that
+# push the cursor past both. Once the scheduled job went, the cursor is past the prepared job.
+jb_psql -q -o /dev/null -c "BEGIN" -c "SELECT jobbuf_stage('u', '{\"n\": \"prepared\"}'::jsonb)" \
+  -c "PREPARE TRANSACTION 'jobbuf_e2e'"
+jb_sql "SELECT jobbuf_stage('u', '{\"n\": \"scheduled\"}'::jsonb, run_at => clock_timestamp() + interval '2 seconds')" >/dev/null
+for i in $(seq 1 20); do
+  jb_sql "SELECT count(jobbuf_stage('u', jsonb_build_object('n', $i * 10 + g))) FROM generate_series(0, 9) g" >/dev/null
+done
+jb_wait_until '[ "$(jb_redis LLEN jobbuf:u)" = 200 ]' 5
+expect_eq "the 200 later jobs are delivered" "$(jb_redis LLEN jobbuf:u)" 200
+expect_eq "the scheduled job waits, below the cursor" \
+  "$(jb_sql "SELECT payload->>'n' FROM jobbuf.jobs WHERE queue = 'u'")" scheduled
+
+if jb_wait_until '[ "$(jb_redis LLEN jobbuf:u)" = 201 ]' 6; then
+  pass "the scheduled job is delivered once due"
+else
+  fail "the scheduled job was not delivered 6 s after the later jobs (due after 2 s)"
+fi
+expect_eq "it is the scheduled job" "$(jb_redis LINDEX jobbuf:u -1)" '{"n": "scheduled"}'
+
+jb_sql "COMMIT PREPARED 'jobbuf_e2e'" >/dev/null
+if jb_wait_until '[ "$(jb_redis LLEN jobbuf:u)" = 202 ]' 5; then
+  pass "the job of the two-phase transaction is delivered after COMMIT PREPARED"
+else
+  fail "the job committed with COMMIT PREPARED was not delivered within 5 s"
+fi
+expect_eq "it is the prepared job" "$(jb_redis LINDEX jobbuf:u -1)" '{"n": "prepared"}'
+expect_eq "no job twice" "$(jb_redis LRANGE jobbuf:u 0 -1 | sort -u | wc -l)" 202
+expect_eq "jobbuf.jobs is empty" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 0
+
+e2e_done
