@@ -67,12 +67,10 @@ bool indexes_check_immediately(ResultRelInfo* result_rel)
 JobInserter* job_inserter_open(bool all_staging_columns)
 {
     PreventCommandIfReadOnly("jobbuf_stage()");  // what the INSERT would say, before any lock
-    Oid schema = get_namespace_oid("jobbuf", false);
-    Oid jobs_oid = get_relname_relid("jobs", schema);
-    Oid sequence = get_relname_relid("jobs_id_seq", schema);
-    if (!OidIsValid(jobs_oid) || !OidIsValid(sequence))
+    Oid sequence = InvalidOid;
+    Relation jobs = open_jobs_table("jobs_id_seq", &sequence);
+    if (jobs == nullptr)
         return nullptr;
-    Relation jobs = table_open(jobs_oid, RowExclusiveLock);
     // Under session_replication_role = replica the validation trigger does not fire: neither do we.
     if (!jobs_table_is_pristine(jobs) || SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA) {
         table_close(jobs, NoLock);

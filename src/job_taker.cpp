@@ -109,14 +109,13 @@ void append_job(TupleTableSlot* slot, bool sidekiq, TakenBatch* taken, StringInf
 
 bool take_jobs_directly(const char* queue, int limit, bool sidekiq, int64 after_id, TakenBatch* taken)
 {
-    Oid schema = get_namespace_oid("jobbuf", false);
-    Oid jobs_oid = get_relname_relid("jobs", schema);
-    Oid index_oid = get_relname_relid("jobs_waiting", schema);
-    if (!OidIsValid(jobs_oid) || !OidIsValid(index_oid))
+    Oid index_oid = InvalidOid;
+    Relation jobs = open_jobs_table("jobs_waiting", &index_oid);
+    if (jobs == nullptr)
         return false;
-    Relation jobs = table_open(jobs_oid, RowExclusiveLock);
     Relation index = index_open(index_oid, AccessShareLock);
-    if (!jobs_table_is_pristine(jobs) || index->rd_index->indrelid != jobs_oid || !waiting_index_is_pristine(index)) {
+    if (!jobs_table_is_pristine(jobs) || index->rd_index->indrelid != RelationGetRelid(jobs) ||
+        !waiting_index_is_pristine(index)) {
         index_close(index, NoLock);
         table_close(jobs, NoLock);
         return false;

@@ -5,6 +5,8 @@
 #include "jobs_table_shape.h"
 
 extern "C" {
+#include "access/table.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
@@ -26,6 +28,16 @@ const JobsColumnShape kColumns[kJobsColumns] = {
 };
 
 }  // namespace
+
+Relation open_jobs_table(const char* companion, Oid* companion_oid)
+{
+    Oid schema = get_namespace_oid("jobbuf", false);
+    Oid jobs_oid = get_relname_relid("jobs", schema);
+    *companion_oid = get_relname_relid(companion, schema);
+    if (!OidIsValid(jobs_oid) || !OidIsValid(*companion_oid))
+        return nullptr;
+    return table_open(jobs_oid, RowExclusiveLock);
+}
 
 bool jobs_table_is_pristine(Relation rel)
 {

@@ -9,6 +9,10 @@ extern "C" {
 #include "utils/rel.h"
 }
 
+// Opens jobbuf.jobs with RowExclusiveLock and sets *companion_oid to the jobbuf relation named
+// companion (its sequence, an index). nullptr, with nothing opened, when either is missing.
+Relation open_jobs_table(const char* companion, Oid* companion_oid);
+
 // True when rel (jobbuf.jobs) is a plain table with no rules and no row security, whose only
 // trigger is the extension's validation trigger (enabled as created), and whose columns have the
 // extension's names and types.

@@ -45,8 +45,11 @@ CREATE TABLE jobbuf.jobs (
     lease_until   timestamptz
 );
 -- A queue table is small and churns: vacuum it after a fixed number of deletes rather than a
--- fraction of its (tiny) size, so dead tuples never pile up behind a backlog.
-ALTER TABLE jobbuf.jobs SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+-- fraction of its (tiny) size, so dead tuples never pile up behind a backlog, and without the
+-- cost-based delay: at tens of thousands of jobs a second a throttled vacuum of this table
+-- cannot keep up with the deletes, and the table grows from one visit to the next.
+ALTER TABLE jobbuf.jobs SET (autovacuum_vacuum_cost_delay = 0,
+                             autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
                              autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 20000,
                              autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 20000);
 -- The worker's batch statement is planned once, generically (queue unknown). With real

@@ -30,14 +30,9 @@ expect_eq "job 3 is still staged, not delivered" "$(jb_sql "SELECT payload->>'n'
 expect_eq "Redis got the four" "$(jb_redis LRANGE jobbuf:t 0 -1 | tr '\n' ' ')" \
   '{"n": 1} {"n": 2} {"n": 4} {"n": 5} '
 wait "$locker"
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:t)" = 5 ]' 4; then
-  pass "job 3 is delivered once its lock is released"
-else
-  fail "job 3 was not delivered after its lock was released"
-fi
+expect_list_reaches jobbuf:t 5 4 "job 3 is delivered once its lock is released"
 expect_eq "it is job 3" "$(jb_redis LINDEX jobbuf:t -1)" '{"n": 3}'
-expect_eq "no job twice" "$(jb_redis LRANGE jobbuf:t 0 -1 | sort -u | wc -l)" 5
-expect_eq "jobbuf.jobs is empty" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 0
+expect_all_delivered_once jobbuf:t 5
 
 # The owner's DELETE trigger and a foreign key with ON DELETE CASCADE pointing at jobbuf.jobs.
 jb_psql -q -o /dev/null <<'SQL'
@@ -53,11 +48,7 @@ SQL
 jb_psql -q -o /dev/null -c "BEGIN" \
   -c "INSERT INTO public.job_notes SELECT jobbuf_stage('t', jsonb_build_object('m', m)), 'note' FROM generate_series(1, 30) m" \
   -c "COMMIT"
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:t)" = 35 ]' 5; then
-  pass "with an owner's DELETE trigger and a cascading foreign key, the 30 jobs are delivered"
-else
-  fail "jobs were not delivered with an owner's trigger on jobbuf.jobs (Redis has $(jb_redis LLEN jobbuf:t))"
-fi
+expect_list_reaches jobbuf:t 35 5 "with an owner's DELETE trigger and a cascading foreign key, the 30 jobs are delivered"
 expect_eq "the owner's DELETE trigger ran for each delivered job" \
   "$(jb_sql "SELECT count(*) FROM public.delivered_audit WHERE queue = 't'")" 30
 expect_eq "the cascade removed their notes" "$(jb_sql "SELECT count(*) FROM public.job_notes")" 0

@@ -23,21 +23,12 @@ expect_eq "the 200 later jobs are delivered" "$(jb_redis LLEN jobbuf:u)" 200
 expect_eq "the scheduled job waits, below the cursor" \
   "$(jb_sql "SELECT payload->>'n' FROM jobbuf.jobs WHERE queue = 'u'")" scheduled
 
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:u)" = 201 ]' 6; then
-  pass "the scheduled job is delivered once due"
-else
-  fail "the scheduled job was not delivered 6 s after the later jobs (due after 2 s)"
-fi
+expect_list_reaches jobbuf:u 201 6 "the scheduled job is delivered once due (after 2 s)"
 expect_eq "it is the scheduled job" "$(jb_redis LINDEX jobbuf:u -1)" '{"n": "scheduled"}'
 
 jb_sql "COMMIT PREPARED 'jobbuf_e2e'" >/dev/null
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:u)" = 202 ]' 5; then
-  pass "the job of the two-phase transaction is delivered after COMMIT PREPARED"
-else
-  fail "the job committed with COMMIT PREPARED was not delivered within 5 s"
-fi
+expect_list_reaches jobbuf:u 202 5 "the job of the two-phase transaction is delivered after COMMIT PREPARED"
 expect_eq "it is the prepared job" "$(jb_redis LINDEX jobbuf:u -1)" '{"n": "prepared"}'
-expect_eq "no job twice" "$(jb_redis LRANGE jobbuf:u 0 -1 | sort -u | wc -l)" 202
-expect_eq "jobbuf.jobs is empty" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 0
+expect_all_delivered_once jobbuf:u 202
 
 e2e_done

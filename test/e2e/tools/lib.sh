@@ -39,6 +39,23 @@ e2e_cleanup() {
 }
 
 # start_extra_redis: another private redis-server; sets EXTRA_REDIS_PORT; stopped on exit.
+# expect_list_reaches KEY N SECONDS WHAT: passes WHAT once the Redis list KEY holds N entries,
+# fails it when SECONDS pass first.
+expect_list_reaches() {
+  if jb_wait_until "[ \"\$(jb_redis LLEN $1)\" = $2 ]" "$3"; then
+    pass "$4"
+  else
+    fail "$4: $(jb_redis LLEN "$1") of $2 entries in $1 after $3 s"
+  fi
+}
+
+# expect_all_delivered_once KEY N: the Redis list KEY holds N distinct entries and jobbuf.jobs is
+# empty.
+expect_all_delivered_once() {
+  expect_eq "no job twice" "$(jb_redis LRANGE "$1" 0 -1 | sort -u | wc -l)" "$2"
+  expect_eq "jobbuf.jobs is empty" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 0
+}
+
 start_extra_redis() {
   EXTRA_REDIS_PORT=$(jb_free_port)
   mkdir -p "$JB_RUN/redis-$EXTRA_REDIS_PORT"
