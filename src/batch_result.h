@@ -39,6 +39,11 @@ inline void set_batch_message(BatchResult* result, const char* text)
 // list is stale (active_queues_changed).
 bool begin_delivery_transaction(const char* activity, BatchResult* result);
 
+// After the jobs were taken (or a group claimed), before anything reaches Redis: false, with the
+// transaction aborted and result->outcome Stale, when the queue list went stale meanwhile. A
+// statement run through SPI takes a snapshot of its own, later than the transaction's.
+bool queue_list_still_current(BatchResult* result);
+
 inline BatchOutcome outcome_of(jobbuf::redis::SessionReport::Status status)
 {
     using Status = jobbuf::redis::SessionReport::Status;

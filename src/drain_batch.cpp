@@ -134,6 +134,15 @@ bool begin_delivery_transaction(const char* activity, BatchResult* result)
     return true;
 }
 
+bool queue_list_still_current(BatchResult* result)
+{
+    if (!active_queues_changed())
+        return true;
+    abort_worker_transaction();
+    result->outcome = BatchOutcome::Stale;
+    return false;
+}
+
 BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgress* progress)
 {
     BatchResult result{};
@@ -149,6 +158,8 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
     take_batch(q, limit, sidekiq, progress->after_id, &taken);
     result.take_us = GetCurrentTimestamp() - take_start;
     progress->lowest_passed_over = Min(progress->lowest_passed_over, taken.lowest_passed_over);
+    if (!queue_list_still_current(&result))
+        return result;
     uint64 count = taken.count;
     if (count == 0) {
         commit_worker_transaction();

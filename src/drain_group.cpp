@@ -71,6 +71,8 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
     int rc = SPI_execute_plan(group_plan, args, nulls, false, 0);
     if (rc != SPI_OK_SELECT)
         elog(ERROR, "jobbuf: claiming a group failed: %s", SPI_result_code_string(rc));
+    if (!queue_list_still_current(&result))
+        return result;
     if (SPI_processed == 0) {
         commit_worker_transaction();
         result.outcome = BatchOutcome::Empty;

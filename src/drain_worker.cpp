@@ -308,12 +308,12 @@ TimestampTz spaced_after(TimestampTz started, int64 scan_us, int max_spacing_ms)
 
 // Spaces full and head passes out when the first batches of their restarted cursors take long to
 // find the first job (dead rows that an old snapshot keeps; see kRestartScanSpacing).
-void note_restart_scan(int64 take_us, PassKind kind)
+void note_restart_scan(int64 take_us, bool from_head)
 {
     state->full_scan_us += take_us;
     state->next_full_round = Max(state->next_full_round,
                                  spaced_after(state->full_pass_started, state->full_scan_us, kMaxFullPassSpacingMs));
-    if (kind == PassKind::Head) {
+    if (from_head) {
         state->head_scan_us += take_us;
         state->next_head_pass = Max(state->next_head_pass,
                                     spaced_after(state->head_pass_started, state->head_scan_us, kMaxHeadPassSpacingMs));
@@ -378,15 +378,17 @@ long drain_round(void)
                 return sleep_ms;
             BatchResult result{};
             bool restarted = progress->restarted && !q->group_delivery;
-            progress->restarted = false;
+            bool from_head = progress->after_id == 0;
             if (!run_guarded([&] {
                     result = q->group_delivery ? drain_one_group(&state->ctx, q) : drain_one_batch(&state->ctx, q, progress);
                 })) {
                 database_failed();
                 return kErrorBackoffMs;
             }
-            if (restarted && full)
-                note_restart_scan(result.take_us, kind);
+            if (restarted && result.outcome != BatchOutcome::Stale && result.outcome != BatchOutcome::Locked) {
+                note_restart_scan(result.take_us, from_head);  // maybe in a later pass than the restart
+                progress->restarted = false;
+            }
             if (result.outcome == BatchOutcome::Stale) {
                 more = true;  // the next pass reloads the queue list and looks at every queue
                 break;

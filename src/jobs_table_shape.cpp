@@ -31,7 +31,9 @@ const JobsColumnShape kColumns[kJobsColumns] = {
 
 Relation open_jobs_table(const char* companion, Oid* companion_oid)
 {
-    Oid schema = get_namespace_oid("jobbuf", false);
+    Oid schema = get_namespace_oid("jobbuf", true);
+    if (!OidIsValid(schema))
+        return nullptr;
     Oid jobs_oid = get_relname_relid("jobs", schema);
     *companion_oid = get_relname_relid(companion, schema);
     if (!OidIsValid(jobs_oid) || !OidIsValid(*companion_oid))
