@@ -121,3 +121,6 @@ DROP FUNCTION audit_staged();
 BEGIN READ ONLY;
 SELECT jobbuf_stage('s_list', '{"ro": true}'::jsonb);
 ROLLBACK;
+
+-- jobbuf.jobs is vacuumed after a fixed number of deletes, without the cost-based delay.
+SELECT unnest(reloptions) AS jobs_reloption FROM pg_class WHERE oid = 'jobbuf.jobs'::regclass ORDER BY 1;

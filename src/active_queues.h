@@ -20,9 +20,9 @@ struct ActiveQueue {
 // extension is not installed.
 int current_active_queues(MemoryContext cxt, ActiveQueue** queues, bool reload, bool* reloaded);
 
-// Whether a commit changed jobbuf.queues since the list was loaded. Asked by each batch after it
-// took its snapshot: a batch whose snapshot sees jobs staged after a jobbuf_pause (or any queue
-// change) returned also sees that change here, and leaves the queue to the reloaded list.
+// Whether a commit changed jobbuf.queues since the list was loaded. Asked by each batch after its
+// take (queue_list_still_current): a take whose snapshot saw jobs staged after a jobbuf_pause (or
+// any queue change) returned also sees that change here, and leaves the queue to the reloaded list.
 bool active_queues_changed(void);
 
 // Makes the next current_active_queues reload (after a database error, for instance).

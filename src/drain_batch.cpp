@@ -126,11 +126,6 @@ bool begin_delivery_transaction(const char* activity, BatchResult* result)
         result->outcome = BatchOutcome::Locked;
         return false;
     }
-    if (active_queues_changed()) {
-        abort_worker_transaction();
-        result->outcome = BatchOutcome::Stale;
-        return false;
-    }
     return true;
 }
 
