@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs jobbuf's test suites; `make test` calls it with no argument (every suite).
-#   test/run.sh [unit|regress|pgtap|isolation|e2e|faults]...
+#   test/run.sh [unit|regress|pgtap|isolation|upgrade|e2e|faults]...
 # Each suite that needs servers starts its own private Postgres cluster and redis-server on free
 # loopback ports and stops them, whatever the outcome.
 set -euo pipefail
@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(unit regress pgtap isolation e2e faults)
+[ ${#suites[@]} -gt 0 ] || suites=(unit regress pgtap isolation upgrade e2e faults)
 
 build_and_install() {
   make -s >/dev/null
@@ -74,6 +74,7 @@ for s in "${suites[@]}"; do
     regress) run_regress || status=1 ;;
     pgtap) run_pgtap || status=1 ;;
     isolation) run_isolation || status=1 ;;
+    upgrade) run_scripts test/upgrade || status=1 ;;
     e2e) run_scripts test/e2e || status=1 ;;
     faults) run_scripts test/faults || status=1 ;;
     *) echo "unknown suite $s"; exit 2 ;;

@@ -1,4 +1,4 @@
--- jobbuf 1.0: internal schema and tables. Users read these; ORMs may INSERT into jobbuf.jobs.
+-- jobbuf: internal schema and tables. Users read these; ORMs may INSERT into jobbuf.jobs.
 \echo Use "CREATE EXTENSION jobbuf" to load this file. \quit
 
 CREATE SCHEMA jobbuf;

@@ -1,4 +1,4 @@
--- jobbuf 1.0: queue management (create, alter, drop, pause, resume) and option validation.
+-- jobbuf: queue management (create, alter, drop, pause, resume) and option validation.
 
 -- Raises a clear error unless (target, options) describe a valid queue. Returns the options.
 CREATE FUNCTION jobbuf.checked_options(target text, options jsonb)

@@ -1,4 +1,4 @@
--- jobbuf 1.0: staging jobs (jobbuf_stage and plain INSERT), validation and the commit wake-up.
+-- jobbuf: staging jobs (jobbuf_stage and plain INSERT), validation and the commit wake-up.
 
 -- Validates every row inserted into jobbuf.jobs (queue exists, payload fits the queue's target),
 -- fills defaults, and marks the transaction so that its commit wakes the worker.

@@ -1,4 +1,4 @@
--- jobbuf 1.0: inspection (per-queue statistics, worker status).
+-- jobbuf: inspection (per-queue statistics, worker status).
 
 -- Every job of jobbuf.jobs is in exactly one of: claimed (its group holds a lease), ready (due and
 -- not claimed, or its lease expired: a claim takes it), scheduled (due later). oldest_ready_age

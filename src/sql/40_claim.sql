@@ -1,7 +1,7 @@
--- jobbuf 1.0: batch consumers. jobbuf_claim hands out groups of ready jobs under a lease;
+-- jobbuf: batch consumers. jobbuf_claim hands out groups of ready jobs under a lease;
 -- jobbuf_complete / jobbuf_fail / jobbuf_extend / jobbuf_group act on a group by its id.
 --
--- The contract in short (see SPEC.md, "Claiming"):
+-- The contract in short (see README.md, "Claiming"):
 --  * A job is ready when run_at <= now() and it is not claimed, or its group's lease expired
 --    (group_id IS NULL OR lease_until <= now()). A claim takes up to batch_size ready jobs in id
 --    order (or run_at, id with option order = run_at) with FOR UPDATE SKIP LOCKED, gives them one

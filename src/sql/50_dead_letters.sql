@@ -1,4 +1,4 @@
--- jobbuf 1.0: dead letters and the archive: retry or purge dead jobs, purge completed ones.
+-- jobbuf: dead letters and the archive: retry or purge dead jobs, purge completed ones.
 
 -- Deletes the rows of `tbl` (jobbuf.dead or jobbuf.archive) of the queue whose `stamp` column
 -- is more than older_than ago (NULL: all of them); returns how many. Raises "unknown queue"

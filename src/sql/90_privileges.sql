@@ -1,4 +1,4 @@
--- jobbuf 1.0: the privilege model. Three group roles (cluster-wide, NOLOGIN; created if missing,
+-- jobbuf: the privilege model. Three group roles (cluster-wide, NOLOGIN; created if missing,
 -- left in place by DROP EXTENSION); grant them to your login roles:
 --   jobbuf_producer  stage jobs: jobbuf_stage, or INSERT INTO jobbuf.jobs (the staging columns only)
 --   jobbuf_consumer  batch consumers: jobbuf_claim / complete / fail / extend / group

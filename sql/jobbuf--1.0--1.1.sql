@@ -1,0 +1,4 @@
+-- jobbuf 1.0 -> 1.1: ALTER EXTENSION jobbuf UPDATE. Every change 1.1 makes to the extension's
+-- SQL is made here as well as in src/sql/ (which builds jobbuf--1.1.sql); test/upgrade checks that
+-- an updated 1.0 and a fresh 1.1 have the same catalog, and that jobs in every state survive.
+\echo Use "ALTER EXTENSION jobbuf UPDATE TO '1.1'" to load this file. \quit
