@@ -3,6 +3,7 @@
 
 #include "active_queues.h"
 #include "commit_wakeup.h"
+#include "extension_version.h"
 #include "shared_state.h"
 #include "worker_transaction.h"
 
@@ -19,6 +20,7 @@ namespace {
 SPIPlanPtr queues_plan = nullptr;
 char schema_name[NAMEDATALEN * 2 + 3];
 char marker_key_buffer[128];
+char installed_version[NAMEDATALEN];
 
 // The list current_active_queues returned last, and the queues_generation it was read at.
 bool list_loaded = false;
@@ -31,6 +33,11 @@ int list_count = 0;
 const char* extension_schema(void)
 {
     return schema_name;
+}
+
+const char* installed_extension_version(void)
+{
+    return installed_version;
 }
 
 const char* marker_key(void)
@@ -54,15 +61,18 @@ static uint32 note_installation(Oid extension_oid)
 }
 
 // Loads the queues the worker pushes (not paused, target list/stream/sidekiq) into an array
-// allocated in cxt, in its own transaction. Returns -1 when the extension is not installed.
+// allocated in cxt, in its own transaction. Returns kNoExtension or kOutdatedExtension when there
+// is nothing the worker may drain.
 static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
 {
     begin_worker_transaction("jobbuf: loading queues");
-    Oid extension_oid = get_extension_oid("jobbuf", true);
-    if (extension_oid == InvalidOid) {
+    InstalledJobbuf installed = installed_jobbuf();
+    strlcpy(installed_version, installed.version, sizeof(installed_version));
+    if (installed.state != InstalledExtension::Current) {
         commit_worker_transaction();
-        return -1;
+        return installed.state == InstalledExtension::Missing ? kNoExtension : kOutdatedExtension;
     }
+    Oid extension_oid = installed.extension_oid;
     if (queues_plan == nullptr)
         queues_plan = prepare_kept(
             "SELECT name, CASE target WHEN 'list' THEN 0 WHEN 'stream' THEN 1 ELSE 2 END,"
@@ -125,7 +135,7 @@ int current_active_queues(MemoryContext cxt, ActiveQueue** queues, bool reload, 
         MemoryContextReset(cxt);
         list_count = load_active_queues(cxt, &list_queues);
         if (list_count < 0)
-            return -1;
+            return list_count;
         list_loaded = true;
         list_generation = generation;
         *reloaded = true;

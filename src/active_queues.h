@@ -14,11 +14,18 @@ struct ActiveQueue {
     uint64 wake_bit;                 // queue_wake_bit(name): set when a commit staged into it
 };
 
+// What current_active_queues returns instead of a count when the worker may drain nothing.
+constexpr int kNoExtension = -1;        // CREATE EXTENSION jobbuf has not run
+constexpr int kOutdatedExtension = -2;  // older SQL installed: ALTER EXTENSION jobbuf UPDATE is due
+
 // The worker's queue list in cxt, reloaded (in its own transaction) only when a commit changed
 // jobbuf.queues since the last load, when reload is true, or when the last load failed or found
-// no extension; *reloaded says whether it was. Returns the number of queues, or -1 when the
-// extension is not installed.
+// no extension or an outdated one; *reloaded says whether it was. Returns the number of queues,
+// or kNoExtension / kOutdatedExtension.
 int current_active_queues(MemoryContext cxt, ActiveQueue** queues, bool reload, bool* reloaded);
+
+// The extension version the last load found installed ("" when none).
+const char* installed_extension_version(void);
 
 // Whether a commit changed jobbuf.queues since the list was loaded. Asked by each batch after its
 // take (queue_list_still_current): a take whose snapshot saw jobs staged after a jobbuf_pause (or

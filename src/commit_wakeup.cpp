@@ -50,8 +50,9 @@ static void wake_worker(void)
     }
     // One SetLatch per batch of commits: the worker empties staged_queues when it starts a round,
     // so only the first commit after that finds it empty and sets the latch. While the worker is
-    // busy or disabled the set stays non-empty and committers send no signal.
-    if (pg_atomic_fetch_or_u64(&state->staged_queues, staged_queue_bits) == 0) {
+    // busy or disabled the set stays non-empty and committers send no signal. A change of
+    // jobbuf.queues (rare: administration, ALTER EXTENSION UPDATE) always signals.
+    if (pg_atomic_fetch_or_u64(&state->staged_queues, staged_queue_bits) == 0 || queues_changed) {
         Latch* latch = state->worker_latch;
         if (latch != nullptr)
             SetLatch(latch);

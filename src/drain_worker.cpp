@@ -8,10 +8,12 @@
 
 #include "commit_wakeup.h"
 #include "drain_batch.h"
+#include "active_queues.h"
 #include "drain_group.h"
 #include "reconcile.h"
 #include "queue_progress.h"
 #include "drop_database_guard.h"
+#include "extension_version.h"
 #include "problem_log.h"
 #include "settings.h"
 #include "shared_state.h"
@@ -254,6 +256,32 @@ void batch_failed(const BatchResult& result)
         redis_failed(result.message);
 }
 
+// Nothing to drain until CREATE EXTENSION jobbuf, or until ALTER EXTENSION jobbuf UPDATE when the
+// database still has an older version's SQL: say so once.
+// - Missing: take what commits announced so far, so that the first commit after CREATE EXTENSION
+//   finds the wake-up set empty and sets the worker's latch (a set left non-empty makes committers
+//   send no signal); cursors start again from the head (a re-created extension numbers its jobs
+//   from 1 again).
+// - Outdated: leave the set as it is, so that the jobs staged meanwhile send no signal each (a
+//   wake-up per commit for nothing); the update itself wakes the worker (it changes jobbuf.queues,
+//   see jobbuf--1.0--1.1.sql), and the next round drains everything that waited.
+void wait_for_installation(int why)
+{
+    if (why == kOutdatedExtension) {
+        char message[kStatusErrorLen];
+        snprintf(message, sizeof(message),
+                 "database \"%s\" has jobbuf %s installed, this library needs %s: run ALTER EXTENSION jobbuf UPDATE "
+                 "there; staged jobs wait until then",
+                 jobbuf_database, installed_extension_version(), kJobbufSqlVersion);
+        report_problem(ProblemKind::Config, message);
+        return;
+    }
+    report_problem(ProblemKind::Config,
+                   "the jobbuf extension is not installed in jobbuf.database; the worker waits for CREATE EXTENSION jobbuf");
+    take_staged_work();
+    forget_queue_progress();
+}
+
 // The queue list for the next pass (reloaded only when jobbuf.queues changed, or on a full pass)
 // with the marker pointed at this installation of the extension. Returns the number of queues, or
 // -1 when there is nothing to do (extension missing, or an error: backoff is set). *reloaded says
@@ -266,8 +294,7 @@ int load_pass(ActiveQueue** queues, bool reload, bool* reloaded)
         return -1;
     }
     if (nqueues < 0) {
-        report_problem(ProblemKind::Config,
-                       "the jobbuf extension is not installed in jobbuf.database; the worker waits for CREATE EXTENSION jobbuf");
+        wait_for_installation(nqueues);
         return -1;
     }
     report_recovered(ProblemKind::Config, "the jobbuf extension is installed; delivering");

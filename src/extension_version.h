@@ -1,0 +1,27 @@
+// Postgres regime: which version of the extension's SQL a database has installed, compared with
+// the version this library was built for. Between installing a new build (and restarting) and
+// ALTER EXTENSION jobbuf UPDATE, the library runs against the old SQL: the worker then waits
+// instead of guessing at objects that may not exist yet.
+#pragma once
+#include "pg_includes.h"
+
+// The SQL version this library implements (the extension's default_version).
+constexpr const char* kJobbufSqlVersion = "1.1";
+
+enum class InstalledExtension {
+    Missing,   // CREATE EXTENSION jobbuf has not run in this database
+    Outdated,  // another version's SQL: ALTER EXTENSION jobbuf UPDATE is due
+    Current,   // the SQL this library was built for
+};
+
+struct InstalledJobbuf {
+    InstalledExtension state;
+    Oid extension_oid;                // InvalidOid when missing
+    char version[NAMEDATALEN];        // "" when missing
+};
+
+// Reads pg_extension (no SQL statement: nothing a role could shadow). Needs a transaction.
+InstalledJobbuf installed_jobbuf(void);
+
+// The hint every caller that needs the current SQL gives: run ALTER EXTENSION jobbuf UPDATE.
+#define JOBBUF_UPDATE_HINT "run ALTER EXTENSION jobbuf UPDATE in this database"
