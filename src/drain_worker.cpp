@@ -297,7 +297,7 @@ int load_pass(ActiveQueue** queues, bool reload, bool* reloaded)
         wait_for_installation(nqueues);
         return -1;
     }
-    report_recovered(ProblemKind::Config, "the jobbuf extension is installed; delivering");
+    report_recovered(ProblemKind::Config, "the jobbuf extension is installed and up to date; delivering");
     if (jobbuf::redis::drain_session_set_marker_key(state->ctx.session, marker_key()))
         state->reconcile_needed = true;
     return nqueues;
