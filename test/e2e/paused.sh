@@ -47,41 +47,81 @@ sleep 1
 expect_eq "paused again: new job held" "$(jb_redis LLEN jobbuf:held) $(jb_sql "SELECT count(*) FROM jobbuf.jobs")" "21 1"
 
 # A pause takes effect while the queue drains: the worker must not finish a backlog of a queue
-# that was paused meanwhile (the pause is a stop button for a misbehaving consumer).
+# that was paused meanwhile (the pause is a stop button for a misbehaving consumer). The queue is
+# kept draining on purpose, whatever the machine's speed: an owner's DELETE trigger (which makes
+# the worker take batches with its SQL statement, running the trigger per job) sleeps 2 ms for
+# each job of the slowed queues, so a batch of 20 lasts at least 40 ms.
 jb_psql -q -o /dev/null -c "ALTER SYSTEM SET jobbuf.batch_size = 20" -c "SELECT pg_reload_conf()"
 jb_psql -q -o /dev/null <<'SQL'
+CREATE TABLE public.slowed (queue text PRIMARY KEY);
+CREATE FUNCTION public.slow_delivery() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM public.slowed s WHERE s.queue = OLD.queue) THEN
+        PERFORM pg_sleep(0.002);
+    END IF;
+    RETURN OLD;
+END $$;
+CREATE TRIGGER slow_delivery BEFORE DELETE ON jobbuf.jobs
+    FOR EACH ROW EXECUTE FUNCTION public.slow_delivery();
+INSERT INTO public.slowed VALUES ('backlog'), ('busy1'), ('busy2'), ('busy3');
 SELECT jobbuf_create_queue('backlog', 'list');
-SELECT count(jobbuf_stage('backlog', jsonb_build_object('n', n))) FROM generate_series(1, 50000) n;
+SELECT count(jobbuf_stage('backlog', jsonb_build_object('n', n))) FROM generate_series(1, 5000) n;
 SQL
-jb_wait_until '[ "$(jb_redis LLEN jobbuf:backlog)" -gt 0 ]' 5
+jb_wait_until '[ "$(jb_redis LLEN jobbuf:backlog)" -gt 0 ]' 10
 jb_sql "SELECT jobbuf_pause('backlog')" >/dev/null
 at_pause=$(jb_redis LLEN jobbuf:backlog)
 sleep 1.5
 after=$(jb_redis LLEN jobbuf:backlog)
-say "backlog: $at_pause of 50000 in Redis when jobbuf_pause committed, $after 1.5 s later"
+say "backlog: $at_pause of 5000 in Redis when jobbuf_pause committed, $after 1.5 s later"
 expect_le "paused mid-drain: at most one more batch of 20 after the pause committed" "$(( after - at_pause ))" 20
-expect_eq "paused mid-drain: the rest stays staged" "$(jb_sql "SELECT ready FROM jobbuf_stats() WHERE queue = 'backlog'")" "$(( 50000 - after ))"
+expect_eq "paused mid-drain: the rest stays staged" "$(jb_sql "SELECT ready FROM jobbuf_stats() WHERE queue = 'backlog'")" "$(( 5000 - after ))"
+check "paused mid-drain: most of the backlog was still staged ($(( 5000 - after )))" [ "$after" -lt 2500 ]
 
 # A pause is exact for later commits: a batch whose snapshot sees a job staged after
 # jobbuf_pause returned also sees the pause, even when the worker read its queue list before the
-# pause (mid-pass, busy with other queues' backlogs). 60 resume-pause-stage cycles: a resume may
+# pause (mid-pass, busy with other queues' backlogs). Resume-pause-stage cycles: a resume may
 # deliver the jobs of the cycles before, none may deliver its own cycle's job.
+# toggle_cycles <n> <take path>: sets early (own-cycle jobs delivered) and busy_cycles (cycles
+# that started with all three busy queues non-empty).
+toggle_cycles() {
+  local first=$toggled_n
+  busy_cycles=0
+  early=0
+  for _ in $(seq 1 "$1"); do
+    toggled_n=$((toggled_n + 1))
+    [ "$(jb_sql "SELECT bool_and(ready > 0) FROM jobbuf_stats() WHERE queue LIKE 'busy_'")" = t ] &&
+      busy_cycles=$((busy_cycles + 1))
+    jb_psql -q -o /dev/null -c "SELECT jobbuf_resume('toggled')" -c "SELECT jobbuf_pause('toggled')" \
+      -c "SELECT jobbuf_stage('toggled', jsonb_build_object('n', $toggled_n))"
+    sleep 0.05
+    jb_redis LRANGE jobbuf:toggled 0 -1 | grep -qx "{\"n\": $toggled_n}" && early=$((early + 1))
+  done
+  expect_eq "$2: no job staged after jobbuf_pause returned was delivered before the next resume (of $1)" "$early" 0
+  # (A resume lasts a millisecond here: the cycle before's job may or may not have gone in it.)
+  expect_eq "$2: the last cycle's job stays staged" \
+    "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = 'toggled' AND payload->>'n' = '$toggled_n'")" 1
+}
+toggled_n=0
 jb_psql -q -o /dev/null -c "SELECT jobbuf_create_queue(q, 'list') FROM unnest('{busy1,busy2,busy3,toggled}'::text[]) q" \
-  -c "SELECT jobbuf_pause(q) FROM unnest('{busy1,busy2,busy3,toggled}'::text[]) q" \
+  -c "SELECT jobbuf_pause(q) FROM unnest('{busy1,busy2,busy3,toggled}'::text[]) q"
+
+# The direct take (no trigger): as busy as three backlogs of 60,000 keep it on this machine.
+jb_psql -q -o /dev/null -c "ALTER TABLE jobbuf.jobs DISABLE TRIGGER slow_delivery" \
   -c "SELECT count(jobbuf_stage(q, jsonb_build_object('n', n))) FROM unnest('{busy1,busy2,busy3}'::text[]) q, generate_series(1, 60000) n" \
-  -c "SELECT jobbuf_resume(q) FROM unnest('{backlog,busy1,busy2,busy3}'::text[]) q"
-early=0
-for i in $(seq 1 60); do
-  jb_psql -q -o /dev/null -c "SELECT jobbuf_resume('toggled')" -c "SELECT jobbuf_pause('toggled')" \
-    -c "SELECT jobbuf_stage('toggled', jsonb_build_object('n', $i))"
-  sleep 0.05
-  jb_redis LRANGE jobbuf:toggled 0 -1 | grep -qx "{\"n\": $i}" && early=$((early + 1))
-  [ "$i" = 10 ] && busy=$(jb_sql "SELECT bool_and(ready > 0) FROM jobbuf_stats() WHERE queue LIKE 'busy_'")
-done
-expect_eq "the worker was busy with three backlogs during the first 10 cycles" "$busy" t
-expect_eq "no job staged after jobbuf_pause returned was delivered before the next resume (of 60)" "$early" 0
-# (A resume lasts a millisecond here: the cycle before's job may or may not have gone in it.)
-expect_eq "the last cycle's job stays staged" \
-  "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = 'toggled' AND payload->>'n' = '60'")" 1
+  -c "SELECT jobbuf_resume(q) FROM unnest('{busy1,busy2,busy3}'::text[]) q"
+toggle_cycles 20 "direct take"
+say "direct take: $busy_cycles of 20 cycles began with all three backlogs waiting"
+jb_psql -q -o /dev/null -c "SELECT jobbuf_pause(q) FROM unnest('{busy1,busy2,busy3}'::text[]) q" \
+  -c "DELETE FROM jobbuf.jobs WHERE queue LIKE 'busy_'"
+
+# The SQL take, kept busy by construction: 3 x 2,000 slowed jobs last at least 12 s.
+jb_psql -q -o /dev/null -c "ALTER TABLE jobbuf.jobs ENABLE TRIGGER slow_delivery" \
+  -c "SELECT count(jobbuf_stage(q, jsonb_build_object('n', n))) FROM unnest('{busy1,busy2,busy3}'::text[]) q, generate_series(1, 2000) n" \
+  -c "SELECT jobbuf_resume(q) FROM unnest('{busy1,busy2,busy3}'::text[]) q"
+delivered_before=$(jb_sql "SELECT sum(delivered_total) FROM jobbuf_stats() WHERE queue LIKE 'busy_'")
+toggle_cycles 60 "SQL take, worker kept busy"
+expect_eq "SQL take: the worker was busy with three backlogs during every cycle" "$busy_cycles" 60
+check "SQL take: the busy queues were being delivered meanwhile" \
+  [ "$(jb_sql "SELECT sum(delivered_total) FROM jobbuf_stats() WHERE queue LIKE 'busy_'")" -gt "$delivered_before" ]
 
 e2e_done
