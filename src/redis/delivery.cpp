@@ -39,12 +39,14 @@ void find_oversized(const QueueTarget& target, const std::vector<StagedJob>& job
     const std::size_t head_bound = target.kind == QueueTarget::Kind::Sidekiq ? sidekiq_head_bound(target) : 0;
     std::string scratch;
     for (std::size_t i = 0; i < jobs.size(); ++i) {
-        if (jobs[i].payload.size() + head_bound <= plan->max_bulk_bytes) continue;
-        std::size_t bytes = bulk_size(target, jobs[i], jobs[i].run_at <= now_epoch, now_epoch, &scratch);
+        if (jobs[i].known_too_large == 0 && jobs[i].payload.size() + head_bound <= plan->max_bulk_bytes) continue;
+        std::size_t bytes = jobs[i].known_too_large > 0
+                                ? jobs[i].known_too_large
+                                : bulk_size(target, jobs[i], jobs[i].run_at <= now_epoch, now_epoch, &scratch);
         if (bytes <= plan->max_bulk_bytes) continue;
         if (skip->empty()) skip->assign(jobs.size(), 0);
         (*skip)[i] = 1;
-        plan->oversized.push_back(DeliveryPlan::Oversized{i, bytes});
+        plan->oversized.push_back(DeliveryPlan::Oversized{i, bytes, jobs[i].known_too_large > 0});
     }
 }
 
@@ -246,7 +248,8 @@ bool read_delivery(const DeliveryPlan& plan, const std::vector<RedisReply>& repl
             }
             JobOutcome& outcome = (*outcomes)[big.job];
             outcome.kind = JobOutcome::Kind::TooLarge;
-            outcome.error = "the job is " + decimal(static_cast<long long>(big.bytes)) +
+            outcome.error = std::string(big.at_least ? "the job is more than " : "the job is ") +
+                            decimal(static_cast<long long>(big.bytes)) +
                             " bytes as sent to Redis, more than Redis accepts (proto-max-bulk-len " +
                             decimal(static_cast<long long>(plan.max_bulk_bytes)) + " bytes); it was not sent";
         }

@@ -18,6 +18,9 @@ struct StagedJob {
     double staged_at = 0;      // epoch seconds
     double run_at = 0;         // epoch seconds
     bool payload_has_retry = false;  // sidekiq: the payload sets "retry" itself
+    // Nonzero when the job was never rendered because its text is longer than Redis accepts: at
+    // least this many bytes. Such a job is not sent (JobOutcome TooLarge); payload is empty.
+    std::size_t known_too_large = 0;
     bool marked = true;  // named by the batch marker; false for group messages, whose jobs stay
                          // in Postgres (claimed) and must never be deleted by reconciliation
 };
@@ -50,7 +53,7 @@ struct DeliveryPlan {
     std::vector<PushRange> pushes;
     // Jobs left out of the unit because Redis would refuse them (larger than max_bulk_bytes), with
     // the size of the bulk string they would have been.
-    struct Oversized { std::size_t job; std::size_t bytes; };
+    struct Oversized { std::size_t job; std::size_t bytes; bool at_least; };
     std::vector<Oversized> oversized;
     std::size_t max_bulk_bytes = 0;
 };

@@ -23,6 +23,7 @@ public:
     long timeout_ms = 2000;
     bool configured = false;
     std::vector<std::int64_t> marker_ids;
+    std::vector<JobOutcome> last_outcomes;  // of the last deliver
     std::size_t max_bulk_bytes = kDefaultMaxBulkBytes;      // in effect: the lower of these two
     std::size_t refused_bulk_bytes = kDefaultMaxBulkBytes;  // learned from protocol errors
     std::string client_name;  // names every connection of this worker (see connection_fence.h)
@@ -298,7 +299,8 @@ SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
         if (!status.ok())
             return report_failure(status, "pushing a batch");
 
-        std::vector<JobOutcome> outcomes;
+        session->last_outcomes.clear();
+        std::vector<JobOutcome>& outcomes = session->last_outcomes;
         if (!read_delivery(plan, replies, count, &outcomes, &error))
             return report_of(SessionReport::Status::Refused, error);
 
@@ -318,6 +320,8 @@ SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
                 break;
             case JobOutcome::Kind::TooLarge:
                 results[i] = JobResult::TooLarge;
+                if (reject_message[0] == '\0')
+                    std::snprintf(reject_message, reject_len, "%s", outcomes[i].error.c_str());
                 break;
             }
         }
@@ -326,6 +330,12 @@ SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
         session->connection.close();
         return out_of_memory();
     }
+}
+
+void drain_session_job_error(const DrainSession* session, std::size_t i, char* out, std::size_t out_len) noexcept
+{
+    const char* text = i < session->last_outcomes.size() ? session->last_outcomes[i].error.c_str() : "";
+    std::snprintf(out, out_len, "%s", text);
 }
 
 }  // namespace jobbuf::redis

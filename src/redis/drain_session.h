@@ -96,4 +96,8 @@ SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
                                     std::size_t count, double now_epoch, JobResult* results,
                                     char* reject_message, std::size_t reject_len) noexcept;
 
+// Why job i of the last drain_session_deliver was not delivered (Rejected: Redis's error;
+// TooLarge: its size and Redis's limit), as one line; empty for a delivered job.
+void drain_session_job_error(const DrainSession* session, std::size_t i, char* out, std::size_t out_len) noexcept;
+
 }  // namespace jobbuf::redis
