@@ -91,7 +91,7 @@ size_t jsonb_text_size(Jsonb* payload, size_t stop_after)
         first = false;
         previous = token;
         if (size > stop_after)
-            break;  // already too long (size only grows): a 13 GB text needs no exact count
+            return size;  // already too long (a lower bound): a 13 GB text needs no exact count
     }
     return size + 2 * (children - Min(children, non_empty_containers));
 }

@@ -8,7 +8,7 @@ extern "C" {
 }
 
 // The byte length of payload's canonical JSON text; once the count passes stop_after, the walk
-// stops and returns a number above stop_after (not the whole length). Memory: the iterator and
+// stops and returns a number above stop_after and at most the whole length. Memory: the iterator and
 // one number's text at a time.
 size_t jsonb_text_size(Jsonb* payload, size_t stop_after);
 

@@ -248,7 +248,7 @@ bool read_delivery(const DeliveryPlan& plan, const std::vector<RedisReply>& repl
             }
             JobOutcome& outcome = (*outcomes)[big.job];
             outcome.kind = JobOutcome::Kind::TooLarge;
-            outcome.error = std::string(big.at_least ? "the job is more than " : "the job is ") +
+            outcome.error = std::string(big.at_least ? "the job is at least " : "the job is ") +
                             decimal(static_cast<long long>(big.bytes)) +
                             " bytes as sent to Redis, more than Redis accepts (proto-max-bulk-len " +
                             decimal(static_cast<long long>(plan.max_bulk_bytes)) + " bytes); it was not sent";
