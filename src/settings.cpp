@@ -15,8 +15,6 @@ char* jobbuf_redis_url = nullptr;
 char* jobbuf_redis_password_file = nullptr;
 int jobbuf_batch_size = 1000;
 int jobbuf_batch_max_bytes = 16 * 1024 * 1024;
-
-constexpr int kMinBatchMaxBytes = 64 * 1024;
 int jobbuf_poll_interval = 1000;
 int jobbuf_redis_timeout = 2000;
 bool jobbuf_enabled = true;
@@ -29,15 +27,6 @@ static bool check_redis_url(char** newval, void** extra, GucSource source)
     if (jobbuf::redis::check_redis_url(*newval, reason, sizeof(reason)))
         return true;
     GUC_check_errdetail("%s", reason);
-    return false;
-}
-
-static bool check_batch_max_bytes(int* newval, void** extra, GucSource source)
-{
-    if (*newval >= kMinBatchMaxBytes)
-        return true;
-    GUC_check_errdetail("jobbuf.batch_max_bytes must be at least 64kB (and at most 1GB): it bounds the JSON text "
-                        "of one batch, and so the worker's memory; a job larger than it still goes, alone.");
     return false;
 }
 
@@ -84,8 +73,8 @@ void jobbuf_define_settings(void)
         "jobbuf.batch_max_bytes",
         "Bytes of JSON text per batch: a batch ends before the job that would pass this bound.",
         "Bounds the worker's memory whatever the payloads; a job larger than it goes alone in its batch.",
-        &jobbuf_batch_max_bytes, 16 * 1024 * 1024, 1, 1024 * 1024 * 1024, PGC_SIGHUP, GUC_UNIT_BYTE,
-        check_batch_max_bytes, nullptr, nullptr);
+        &jobbuf_batch_max_bytes, 16 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024, PGC_SIGHUP, GUC_UNIT_BYTE,
+        nullptr, nullptr, nullptr);
 
     DefineCustomIntVariable(
         "jobbuf.poll_interval",
