@@ -9,6 +9,9 @@
 #     proto-max-bulk-len, never sent (Redis would have closed the connection: an outage loop);
 #     a small job staged after it in the same queue, and one in another queue, are delivered;
 #     exactly one log line for the problem; the worker keeps its pid;
+#   - 100 jobs of 1 MB taken by the SQL statement (the table has an owner's DELETE trigger): the
+#     statement cannot stop at the byte bound, so a batch that overflows it is taken again with
+#     fewer rows; all delivered once, in order, each deletion seen by the trigger;
 #   - the same job when Redis's limit cannot be read (an ACL user without CONFIG): Redis refuses
 #     it with a protocol error and closes the connection once; the worker learns the limit from
 #     that and dead-letters the job instead of retrying it forever.
@@ -78,6 +81,29 @@ say "the line: $(sed -E 's/.*(WARNING|ERROR|LOG): +//' <<<"$problem_lines" | hea
 expect_eq "Redis never closed the worker's connection" \
   "$(grep -c 'Protocol error' "$JB_RUN/redis/redis.log" || true)" 0
 expect_eq "the worker kept its pid" "$(worker_pid)" "$pid"
+
+# --- the SQL path: an owner's DELETE trigger makes the worker take batches with its statement
+jb_psql -q -c "CREATE TABLE public.deleted_jobs (id bigint);
+CREATE FUNCTION public.note_deleted() RETURNS trigger LANGUAGE plpgsql AS
+  \$\$ BEGIN INSERT INTO public.deleted_jobs VALUES (OLD.id); RETURN OLD; END \$\$;
+CREATE TRIGGER note_deleted AFTER DELETE ON jobbuf.jobs FOR EACH ROW EXECUTE FUNCTION public.note_deleted();" >/dev/null
+jb_sql "SELECT jobbuf_pause('bulk')" >/dev/null
+jb_sql "SELECT count(jobbuf_stage('bulk', jsonb_build_object('n', g, 's', repeat(chr(97 + g % 26), $MB))))
+        FROM generate_series(1, 100) g" >/dev/null
+jb_sql "SELECT jobbuf_resume('bulk')" >/dev/null
+if jb_wait_until '[ "$(jb_redis LLEN jobbuf:bulk)" = 100 ]' 120; then
+  pass "SQL path: the 100 jobs of 1 MB are delivered"
+else
+  fail "SQL path: $(jb_redis LLEN jobbuf:bulk) of 100 jobs of 1 MB in Redis (last_error: $(jb_sql "SELECT last_error FROM jobbuf_worker_status()"))"
+fi
+got=$(jb_redis EVAL "$lua" 1 jobbuf:bulk | tr '\n' ' ')
+expect_eq "SQL path: each job once, in id order, intact" "$got" "$(seq -s, 1 100) 0 "
+expect_eq "SQL path: the trigger saw each deletion once" "$(jb_sql "SELECT count(DISTINCT id) || ' ' || count(*) FROM public.deleted_jobs")" "100 100"
+peak_kb=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status")
+say "worker memory after the SQL path: peak VmHWM $(( peak_kb / 1024 )) MB"
+expect_le "the worker's peak memory stays bounded on the SQL path too (MB)" "$(( peak_kb / 1024 ))" 400
+jb_psql -q -c "DROP TRIGGER note_deleted ON jobbuf.jobs" >/dev/null
+jb_redis DEL jobbuf:bulk >/dev/null
 
 # --- the same when the worker cannot read proto-max-bulk-len (ACL: no CONFIG)
 jb_redis ACL SETUSER jbuser on '>jbpass' '~*' '&*' +@all -config >/dev/null
