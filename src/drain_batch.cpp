@@ -23,6 +23,7 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "nodes/params.h"
 #include "utils/builtins.h"
+#include "utils/jsonb.h"
 #include "utils/timestamp.h"
 }
 
@@ -79,7 +80,8 @@ void prepare_plans(void)
 void dead_letter(const TakenBatch& taken, uint64 row, const char* queue, const char* error)
 {
     const TakenJobRecord& record = taken.records[row];
-    Datum values[8] = {Int64GetDatum(taken.jobs[row].id), CStringGetTextDatum(queue), record.payload,
+    Datum values[8] = {Int64GetDatum(taken.jobs[row].id), CStringGetTextDatum(queue),
+                       PointerGetDatum(DatumGetJsonbP(record.payload)),  // as stored: detoasted here
                        record.partition_key, record.unique_key, TimestampTzGetDatum(record.staged_at),
                        Int32GetDatum(record.attempts), CStringGetTextDatum(error)};
     char nulls[8] = {' ', ' ', ' ', record.partition_key == 0 ? 'n' : ' ', record.unique_key == 0 ? 'n' : ' ',
@@ -90,10 +92,11 @@ void dead_letter(const TakenBatch& taken, uint64 row, const char* queue, const c
 }
 
 // Takes the batch into *taken: directly when the table allows it (job_taker.h), otherwise with
-// the batch statement, whose rows go straight into *taken (taken_batch.h).
-void take_batch(const ActiveQueue* q, int limit, bool sidekiq, int64 after_id, TakenBatch* taken)
+// the batch statement, whose rows go straight into *taken (taken_batch.h). The statement cannot
+// stop at a byte bound: when its rows overflow it, taken->overflowed says to take again with fewer.
+void take_batch(const ActiveQueue* q, int limit, bool sidekiq, int64 after_id, TakeBounds bounds, TakenBatch* taken)
 {
-    if (take_jobs_directly(q->name, limit, sidekiq, after_id, taken))
+    if (take_jobs_directly(q->name, limit, sidekiq, after_id, bounds, taken))
         return;
     ParamListInfo params = makeParamList(4);
     const Oid types[4] = {TEXTOID, INT4OID, BOOLOID, INT8OID};
@@ -108,7 +111,7 @@ void take_batch(const ActiveQueue* q, int limit, bool sidekiq, int64 after_id, T
     SPIExecuteOptions options;
     memset(&options, 0, sizeof(options));
     options.params = params;
-    options.dest = create_taken_batch_receiver(taken, static_cast<uint64>(limit));
+    options.dest = create_taken_batch_receiver(taken, static_cast<uint64>(limit), bounds);
     int rc = SPI_execute_plan_extended(take_plan, &options);
     if (rc != SPI_OK_DELETE_RETURNING)
         elog(ERROR, "jobbuf: taking a batch failed: %s", SPI_result_code_string(rc));
@@ -138,20 +141,44 @@ bool queue_list_still_current(BatchResult* result)
     return false;
 }
 
+// Rewrites the marker to name only the jobs Redis took (results Delivered): a rejected job must
+// not be named, or reconciliation would later delete it (for example after jobbuf_retry_dead put
+// it back with the same id) as if it were in Redis.
+static SessionReport mark_only_delivered(DrainContext* ctx, const StagedJob* jobs, const JobResult* results, uint64 count)
+{
+    auto* ids = static_cast<int64*>(palloc(sizeof(int64) * count));
+    size_t n = 0;
+    for (uint64 i = 0; i < count; i++)
+        if (results[i] == JobResult::Delivered)
+            ids[n++] = jobs[i].id;
+    SessionReport report = jobbuf::redis::drain_session_write_marker(
+        ctx->session, *ctx->waiter, reinterpret_cast<const std::int64_t*>(ids), n);
+    ctx->waiter->raise_pending();
+    pfree(ids);
+    return report;
+}
+
 BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgress* progress)
 {
     BatchResult result{};
     int limit = q->batch_size > 0 ? q->batch_size : jobbuf_batch_size;
     bool sidekiq = q->spec.kind == static_cast<int>(jobbuf::redis::QueueTarget::Kind::Sidekiq);
-
-    if (!begin_delivery_transaction("jobbuf: delivering a batch", &result))
-        return result;
-    prepare_plans();
+    TakeBounds bounds = {static_cast<size_t>(jobbuf_batch_max_bytes),
+                         Min(jobbuf::redis::drain_session_max_bulk_bytes(ctx->session), kMaxJobTextBytes)};
 
     TakenBatch taken;
-    TimestampTz take_start = GetCurrentTimestamp();
-    take_batch(q, limit, sidekiq, progress->after_id, &taken);
-    result.take_us = GetCurrentTimestamp() - take_start;
+    for (;;) {
+        if (!begin_delivery_transaction("jobbuf: delivering a batch", &result))
+            return result;
+        prepare_plans();
+        TimestampTz take_start = GetCurrentTimestamp();
+        take_batch(q, limit, sidekiq, progress->after_id, bounds, &taken);
+        result.take_us += GetCurrentTimestamp() - take_start;
+        if (!taken.overflowed)
+            break;
+        abort_worker_transaction();  // the statement took more than fits: again, with fewer
+        limit = static_cast<int>(taken.count);
+    }
     progress->lowest_passed_over = Min(progress->lowest_passed_over, taken.lowest_passed_over);
     if (!queue_list_still_current(&result))
         return result;
@@ -168,6 +195,7 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
     SessionReport report = jobbuf::redis::drain_session_deliver(
         ctx->session, *ctx->waiter, q->spec, jobs, count, now_epoch_seconds(), results,
         reject_message, sizeof(reject_message));
+    ctx->waiter->raise_pending();  // back in the Postgres regime: an ERROR a wait caught goes on here
     if (report.status != SessionReport::Status::Ok) {
         // Nothing of this unit ran (Refused), or we cannot know (connection lost): the DELETE
         // rolls back and the marker, if the EXEC did run, lets reconciliation finish the job.
@@ -182,33 +210,35 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
     for (uint64 i = 0; i < count; i++) {
         if (results[i] == JobResult::Delivered)
             delivered++;
-        else if (results[i] == JobResult::Rejected)
-            rejected++;
-        else
+        else if (results[i] == JobResult::Retry)
             retry++;
+        else
+            rejected++;  // Rejected by Redis, or TooLarge (never sent): dead letters
     }
 
-    if (retry > 0) {
-        // Redis took part of the unit and asks to retry the rest later. Make the marker name only
-        // what it took, roll back, and let reconciliation delete exactly those jobs.
-        auto* taken_ids = static_cast<int64*>(palloc(sizeof(int64) * count));
-        size_t n_taken = 0;
-        for (uint64 i = 0; i < count; i++)
-            if (results[i] != JobResult::Retry)
-                taken_ids[n_taken++] = jobs[i].id;
-        SessionReport rewrite = jobbuf::redis::drain_session_write_marker(
-            ctx->session, *ctx->waiter, reinterpret_cast<const std::int64_t*>(taken_ids), n_taken);
-        abort_worker_transaction();
-        result.outcome = rewrite.status == SessionReport::Status::Ok ? BatchOutcome::Refused
-                                                                     : outcome_of(rewrite.status);
-        result.reconcile_needed = true;
-        set_batch_message(&result, "Redis refused part of a batch; the refused jobs stay staged");
-        return result;
+    if (retry > 0 || rejected > 0) {
+        // The marker of the unit names every job sent: make it name only what Redis took before
+        // anything commits. With jobs to retry, roll back: reconciliation deletes exactly the
+        // delivered ones, the others stay staged.
+        SessionReport rewrite = mark_only_delivered(ctx, jobs, results, count);
+        if (retry > 0 || rewrite.status != SessionReport::Status::Ok) {
+            abort_worker_transaction();
+            result.outcome = rewrite.status == SessionReport::Status::Ok ? BatchOutcome::Refused
+                                                                         : outcome_of(rewrite.status);
+            result.reconcile_needed = true;
+            set_batch_message(&result, retry > 0 ? "Redis refused part of a batch; the refused jobs stay staged"
+                                                 : rewrite.message);
+            return result;
+        }
     }
 
-    for (uint64 i = 0; i < count; i++)
-        if (results[i] == JobResult::Rejected)
-            dead_letter(taken, i, q->name, reject_message);
+    for (uint64 i = 0; i < count; i++) {
+        if (results[i] != JobResult::Rejected && results[i] != JobResult::TooLarge)
+            continue;
+        char job_error[jobbuf::redis::kMessageLen];
+        jobbuf::redis::drain_session_job_error(ctx->session, i, job_error, sizeof(job_error));
+        dead_letter(taken, i, q->name, job_error);
+    }
     record_batch(q->name, delivered, rejected, rejected > 0 ? reject_message : nullptr);
     int64 last_id = jobs[count - 1].id;
     commit_worker_transaction();
@@ -219,6 +249,7 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
                                  rejected, q->name),
                           errdetail("%s", reject_message)));
     }
-    result.outcome = count == static_cast<uint64>(limit) ? BatchOutcome::Full : BatchOutcome::Partial;
+    result.outcome = count == static_cast<uint64>(limit) || taken.full_by_bytes ? BatchOutcome::Full
+                                                                                : BatchOutcome::Partial;
     return result;
 }

@@ -101,6 +101,7 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
     char reject_message[jobbuf::redis::kMessageLen];
     SessionReport report = jobbuf::redis::drain_session_deliver(
         ctx->session, *ctx->waiter, q->spec, &message, 1, now, &outcome, reject_message, sizeof(reject_message));
+    ctx->waiter->raise_pending();
     bool pushed = report.status == SessionReport::Status::Ok && outcome == JobResult::Delivered;
 
     // 3. Count it, or release the claim (not an attempt: no consumer saw it). If the push did

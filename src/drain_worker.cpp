@@ -206,6 +206,10 @@ bool ensure_redis(void)
         pgstat_report_activity(STATE_RUNNING, "jobbuf: connecting to Redis");
     SessionReport report = jobbuf::redis::drain_session_connect(state->ctx.session, *state->ctx.waiter, &fresh);
     pgstat_report_activity(STATE_IDLE, nullptr);
+    if (!run_guarded([] { state->ctx.waiter->raise_pending(); })) {  // see latch_io_waiter.h
+        database_failed();
+        return false;
+    }
     if (report.status == SessionReport::Status::Interrupted)
         return false;
     if (report.status == SessionReport::Status::BadConfig) {

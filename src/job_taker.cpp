@@ -5,9 +5,11 @@
 
 #include "job_taker.h"
 #include "job_validation.h"
+#include "jsonb_text_size.h"
 #include "jobs_table_shape.h"
 
 extern "C" {
+#include "access/detoast.h"
 #include "access/genam.h"
 #include "access/nbtree.h"
 #include "access/relation.h"
@@ -84,14 +86,19 @@ double epoch_seconds(TimestampTz ts)
 }
 
 // Appends the job in slot to *taken (which has room for it); its JSON text goes to *texts, and
-// where it starts to text_start[] (views are made at the end: *texts moves as it grows).
-void append_job(TupleTableSlot* slot, bool sidekiq, TakenBatch* taken, StringInfo texts, size_t* text_start)
+// where it starts to text_start[] (views are made at the end: *texts moves as it grows). A text
+// longer than bounds.job_bytes is never rendered. Every copy of the payload made here (detoasted,
+// Sidekiq keys removed) is freed once rendered: the batch keeps the text and the row's stored
+// value only.
+void append_job(TupleTableSlot* slot, bool sidekiq, TakeBounds bounds, TakenBatch* taken, StringInfo texts,
+                size_t* text_start)
 {
     uint64 i = taken->count;
     Assert(i < taken->capacity);
     const Datum* v = slot->tts_values;
     const bool* isnull = slot->tts_isnull;
-    Jsonb* payload = DatumGetJsonbP(v[kJobsPayload - 1]);
+    Datum stored = v[kJobsPayload - 1];
+    Jsonb* payload = DatumGetJsonbP(stored);
     StagedJob* job = new (&taken->jobs[i]) StagedJob();
     job->id = DatumGetInt64(v[kJobsId - 1]);
     job->staged_at = epoch_seconds(DatumGetTimestampTz(v[kJobsStagedAt - 1]));
@@ -99,9 +106,20 @@ void append_job(TupleTableSlot* slot, bool sidekiq, TakenBatch* taken, StringInf
     job->payload_has_retry = sidekiq && has_top_level_key(payload, "retry");
     Jsonb* pushed = sidekiq ? without_jobbuf_keys(payload) : payload;
     text_start[i] = texts->len;
-    JsonbToCString(texts, &pushed->root, VARSIZE(pushed));
+    size_t text_bytes = 0;
+    if (VARSIZE(pushed) > bounds.job_bytes / kMaxTextBytesPerJsonbByte)
+        text_bytes = jsonb_text_size(pushed, bounds.job_bytes);
+    if (text_bytes > bounds.job_bytes)
+        job->known_too_large = text_bytes;
+    else
+        JsonbToCString(texts, &pushed->root, VARSIZE(pushed));
+    taken->text_bytes += texts->len - text_start[i];
+    if (pushed != payload)
+        pfree(pushed);
+    if (reinterpret_cast<Pointer>(payload) != DatumGetPointer(stored))
+        pfree(payload);
 
-    taken_batch_keep_record(taken, i, PointerGetDatum(payload), NullableDatum{v[kJobsPartitionKey - 1], isnull[kJobsPartitionKey - 1]},
+    taken_batch_keep_record(taken, i, stored, NullableDatum{v[kJobsPartitionKey - 1], isnull[kJobsPartitionKey - 1]},
                             NullableDatum{v[kJobsUniqueKey - 1], isnull[kJobsUniqueKey - 1]}, v[kJobsStagedAt - 1],
                             v[kJobsAttempts - 1]);
     taken->count++;
@@ -109,7 +127,8 @@ void append_job(TupleTableSlot* slot, bool sidekiq, TakenBatch* taken, StringInf
 
 }  // namespace
 
-bool take_jobs_directly(const char* queue, int limit, bool sidekiq, int64 after_id, TakenBatch* taken)
+bool take_jobs_directly(const char* queue, int limit, bool sidekiq, int64 after_id, TakeBounds bounds,
+                        TakenBatch* taken)
 {
     Oid index_oid = InvalidOid;
     Relation jobs = open_jobs_table("jobs_waiting", &index_oid);
@@ -145,11 +164,21 @@ bool take_jobs_directly(const char* queue, int limit, bool sidekiq, int64 after_
         slot_getallattrs(slot);
         bool ready = slot->tts_isnull[kJobsGroupId - 1]  // else claimed (an entry from before the claim)
                      && (sidekiq || DatumGetTimestampTz(slot->tts_values[kJobsRunAt - 1]) <= now);
+        // A batch that already holds jobs ends before one that would take it past its bytes (the
+        // stored size: a jsonb's text is about as long); it is the next batch's first job.
+        if (ready && !taken_batch_has_room(taken, bounds, toast_raw_datum_size(slot->tts_values[kJobsPayload - 1]))) {
+            taken->full_by_bytes = true;
+            break;
+        }
         // Skip, do not wait for, a row another transaction holds; a row locked, updated or
         // deleted since our snapshot is left too.
         TM_FailureData failure;
         if (ready && table_tuple_delete(jobs, &slot->tts_tid, cid, snapshot, InvalidSnapshot, false, &failure, false) == TM_Ok) {
-            append_job(slot, sidekiq, taken, &texts, text_start);
+            append_job(slot, sidekiq, bounds, taken, &texts, text_start);
+            if (!taken_batch_has_room(taken, bounds, 0)) {
+                taken->full_by_bytes = true;
+                break;
+            }
         } else {
             int64 id = DatumGetInt64(slot->tts_values[kJobsId - 1]);
             taken->lowest_passed_over = Min(taken->lowest_passed_over, id);

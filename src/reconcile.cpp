@@ -20,6 +20,7 @@ SessionReport reconcile_delivered(DrainContext* ctx, bool* done)
     const std::int64_t* ids = nullptr;
     size_t count = 0;
     SessionReport report = jobbuf::redis::drain_session_read_marker(ctx->session, *ctx->waiter, &ids, &count);
+    ctx->waiter->raise_pending();
     if (report.status != SessionReport::Status::Ok)
         return report;
     if (count == 0) {

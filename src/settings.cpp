@@ -14,6 +14,7 @@ char* jobbuf_database = nullptr;
 char* jobbuf_redis_url = nullptr;
 char* jobbuf_redis_password_file = nullptr;
 int jobbuf_batch_size = 1000;
+int jobbuf_batch_max_bytes = 16 * 1024 * 1024;
 int jobbuf_poll_interval = 1000;
 int jobbuf_redis_timeout = 2000;
 bool jobbuf_enabled = true;
@@ -67,6 +68,13 @@ void jobbuf_define_settings(void)
     DefineCustomIntVariable(
         "jobbuf.batch_size", "Jobs the worker moves to Redis per batch (one transaction each).",
         nullptr, &jobbuf_batch_size, 1000, 1, 100000, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+
+    DefineCustomIntVariable(
+        "jobbuf.batch_max_bytes",
+        "Bytes of JSON text per batch: a batch ends before the job that would pass this bound.",
+        "Bounds the worker's memory whatever the payloads; a job larger than it goes alone in its batch.",
+        &jobbuf_batch_max_bytes, 16 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024, PGC_SIGHUP, GUC_UNIT_BYTE,
+        nullptr, nullptr, nullptr);
 
     DefineCustomIntVariable(
         "jobbuf.poll_interval",

@@ -6,6 +6,7 @@ extern char* jobbuf_database;     // jobbuf.database (postmaster)
 extern char* jobbuf_redis_url;    // jobbuf.redis_url (sighup, superuser-only)
 extern char* jobbuf_redis_password_file;  // jobbuf.redis_password_file (sighup, superuser-only)
 extern int jobbuf_batch_size;     // jobbuf.batch_size
+extern int jobbuf_batch_max_bytes;  // jobbuf.batch_max_bytes, bytes
 extern int jobbuf_poll_interval;  // jobbuf.poll_interval, milliseconds
 extern int jobbuf_redis_timeout;  // jobbuf.redis_timeout, milliseconds
 extern bool jobbuf_enabled;       // jobbuf.enabled

@@ -22,6 +22,7 @@ struct TakenBatchReceiver {
     DestReceiver pub;  // first: the executor sees a DestReceiver*
     TakenBatch* batch;
     MemoryContext cxt;
+    TakeBounds bounds;
 };
 
 void grow(TakenBatch* batch)
@@ -35,21 +36,33 @@ bool receive_row(TupleTableSlot* slot, DestReceiver* self)
 {
     auto* receiver = reinterpret_cast<TakenBatchReceiver*>(self);
     TakenBatch* batch = receiver->batch;
-    MemoryContext old = MemoryContextSwitchTo(receiver->cxt);
-    if (batch->count == batch->capacity)
-        grow(batch);
-
+    if (batch->overflowed)
+        return true;  // this statement's rows are given back (the transaction aborts)
     slot_getallattrs(slot);
     const Datum* v = slot->tts_values;
     const bool* isnull = slot->tts_isnull;
+    text* json = DatumGetTextPP(v[1]);
+    size_t len = VARSIZE_ANY_EXHDR(json);
+    bool renderable = len <= receiver->bounds.job_bytes;
+    if (renderable && !taken_batch_has_room(batch, receiver->bounds, len)) {
+        batch->overflowed = true;
+        return true;
+    }
+
+    MemoryContext old = MemoryContextSwitchTo(receiver->cxt);
+    if (batch->count == batch->capacity)
+        grow(batch);
     uint64 i = batch->count;
     StagedJob* job = new (&batch->jobs[i]) StagedJob();
     job->id = DatumGetInt64(v[0]);
-    text* json = DatumGetTextPP(v[1]);
-    size_t len = VARSIZE_ANY_EXHDR(json);
-    char* bytes = static_cast<char*>(palloc(len + 1));
-    memcpy(bytes, VARDATA_ANY(json), len);
-    job->payload = std::string_view(bytes, len);
+    if (renderable) {
+        char* bytes = static_cast<char*>(palloc(len + 1));
+        memcpy(bytes, VARDATA_ANY(json), len);
+        job->payload = std::string_view(bytes, len);
+        batch->text_bytes += len;
+    } else {
+        job->known_too_large = len;
+    }
     job->staged_at = DatumGetFloat8(v[2]);
     job->run_at = DatumGetFloat8(v[3]);
     job->payload_has_retry = DatumGetBool(v[4]);
@@ -77,7 +90,7 @@ void destroy_receiver(DestReceiver* self)
 
 }  // namespace
 
-DestReceiver* create_taken_batch_receiver(TakenBatch* batch, uint64 expected_rows)
+DestReceiver* create_taken_batch_receiver(TakenBatch* batch, uint64 expected_rows, TakeBounds bounds)
 {
     auto* receiver = static_cast<TakenBatchReceiver*>(palloc0(sizeof(TakenBatchReceiver)));
     receiver->pub.receiveSlot = receive_row;
@@ -87,6 +100,7 @@ DestReceiver* create_taken_batch_receiver(TakenBatch* batch, uint64 expected_row
     receiver->pub.mydest = DestNone;
     receiver->batch = batch;
     receiver->cxt = CurrentMemoryContext;
+    receiver->bounds = bounds;
     taken_batch_init(batch, expected_rows > 0 ? expected_rows : 16);
     return &receiver->pub;
 }
@@ -99,6 +113,11 @@ void taken_batch_init(TakenBatch* batch, uint64 capacity)
     batch->records = static_cast<TakenJobRecord*>(palloc(sizeof(TakenJobRecord) * batch->capacity));
     batch->in_id_order = true;
     batch->lowest_passed_over = PG_INT64_MAX;
+}
+
+bool taken_batch_has_room(const TakenBatch* batch, TakeBounds bounds, size_t text_bytes)
+{
+    return batch->count == 0 || batch->text_bytes + text_bytes <= bounds.batch_bytes;
 }
 
 void taken_batch_keep_record(TakenBatch* batch, uint64 i, Datum payload, NullableDatum partition_key,

@@ -13,11 +13,21 @@ extern "C" {
 
 // What a dead letter needs besides the job's id and Redis's error.
 struct TakenJobRecord {
-    Datum payload;        // jsonb
+    Datum payload;        // jsonb as stored (maybe compressed or a TOAST pointer: detoast to use)
     Datum partition_key;  // text, or 0 when NULL
     Datum unique_key;     // text, or 0 when NULL
     TimestampTz staged_at;
     int32 attempts;
+};
+
+// No job text longer than this is ever rendered, whatever Redis accepts: a batch's texts live in
+// one Postgres buffer, which cannot exceed 1 GB.
+constexpr size_t kMaxJobTextBytes = 512 * 1024 * 1024;
+
+// What one batch may hold, in bytes of JSON text (see jobbuf.batch_max_bytes).
+struct TakeBounds {
+    size_t batch_bytes;  // a batch stops growing once its texts reach this; its first job always goes
+    size_t job_bytes;    // a job whose text is longer is taken but never rendered (known_too_large)
 };
 
 struct TakenBatch {
@@ -30,6 +40,12 @@ struct TakenBatch {
     // transaction); PG_INT64_MAX when none. The SQL statement cannot tell: it reports the first
     // id it could have taken.
     int64 lowest_passed_over;
+    size_t text_bytes;  // the JSON text the batch holds
+    bool full_by_bytes;  // the take stopped because the next job would not fit: more may be ready
+    // The SQL path only: the statement returned more than the bounds allow (it cannot stop
+    // early); the jobs beyond count were not kept, and the caller takes the batch again with
+    // limit = count.
+    bool overflowed;
 };
 
 // Makes *batch empty, with room for capacity jobs (in the current memory context).
@@ -42,7 +58,12 @@ void taken_batch_keep_record(TakenBatch* batch, uint64 i, Datum payload, Nullabl
 // A receiver that appends each row of the batch statement to *batch (allocated in the memory
 // context current when it is created). Rows are: id, JSON text, staged_at and run_at as epoch
 // seconds, payload sets "retry", payload, partition_key, unique_key, staged_at, attempts.
-DestReceiver* create_taken_batch_receiver(TakenBatch* batch, uint64 expected_rows);
+// Texts longer than bounds.job_bytes are not kept (known_too_large); past bounds.batch_bytes the
+// batch is marked overflowed and further rows are not kept.
+DestReceiver* create_taken_batch_receiver(TakenBatch* batch, uint64 expected_rows, TakeBounds bounds);
+
+// Whether a job with text_bytes more of text still fits into batch: the first job always does.
+bool taken_batch_has_room(const TakenBatch* batch, TakeBounds bounds, size_t text_bytes);
 
 // Puts the jobs (and their records) in id order, the order a batch is pushed in. They come in
 // the order of the DELETE's index probe, which is id order in every plan the worker allows, so

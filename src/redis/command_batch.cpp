@@ -1,5 +1,6 @@
-// RESP serialization of a pipeline of Redis commands (arrays of bulk strings).
-// Pure C++ regime; callers run inside try blocks (std::string may throw std::bad_alloc).
+// RESP serialization of a pipeline of Redis commands (arrays of bulk strings), with large
+// arguments referenced instead of copied. Pure C++ regime; callers run inside try blocks
+// (std::string may throw std::bad_alloc).
 #include "redis/regime.h"
 
 #include <charconv>
@@ -24,23 +25,72 @@ void append_header(std::string* wire, char kind, std::size_t n)
 void CommandBatch::add(std::initializer_list<std::string_view> args)
 {
     std::size_t bytes = 16;
-    for (std::string_view a : args) bytes += a.size() + 16;
-    wire_.reserve(wire_.size() + bytes);
+    for (std::string_view a : args) bytes += (a.size() < kReferenceAtLeast ? a.size() : 0) + 16;
+    owned_.reserve(owned_.size() + bytes);
     begin(args.size());
     for (std::string_view a : args) arg(a);
 }
 
 void CommandBatch::begin(std::size_t argc)
 {
-    append_header(&wire_, '*', argc);
+    append_header(&owned_, '*', argc);
     ++commands_;
+}
+
+void CommandBatch::append_part(std::string_view part)
+{
+    if (part.size() >= kReferenceAtLeast) {
+        references_.push_back(Reference{owned_.size(), part});
+        referenced_bytes_ += part.size();
+    } else {
+        owned_.append(part.data(), part.size());
+    }
 }
 
 void CommandBatch::arg(std::string_view a)
 {
-    append_header(&wire_, '$', a.size());
-    wire_.append(a.data(), a.size());
-    wire_.append("\r\n", 2);
+    append_header(&owned_, '$', a.size());
+    append_part(a);
+    owned_.append("\r\n", 2);
+}
+
+void CommandBatch::arg(std::string_view head, std::string_view tail)
+{
+    append_header(&owned_, '$', head.size() + tail.size());
+    owned_.append(head.data(), head.size());
+    append_part(tail);
+    owned_.append("\r\n", 2);
+}
+
+std::vector<std::string_view> CommandBatch::pieces() const
+{
+    std::vector<std::string_view> out;
+    out.reserve(2 * references_.size() + 1);
+    std::string_view owned(owned_);
+    std::size_t from = 0;
+    for (const Reference& ref : references_) {
+        if (ref.owned_offset > from) out.push_back(owned.substr(from, ref.owned_offset - from));
+        out.push_back(ref.bytes);
+        from = ref.owned_offset;
+    }
+    if (owned.size() > from) out.push_back(owned.substr(from));
+    return out;
+}
+
+std::string CommandBatch::wire() const
+{
+    std::string out;
+    out.reserve(size());
+    for (std::string_view piece : pieces()) out.append(piece.data(), piece.size());
+    return out;
+}
+
+void CommandBatch::clear()
+{
+    owned_.clear();
+    references_.clear();
+    referenced_bytes_ = 0;
+    commands_ = 0;
 }
 
 }  // namespace jobbuf::redis

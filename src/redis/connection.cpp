@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@ using Clock = std::chrono::steady_clock;
 using Code = RedisStatus::Code;
 
 constexpr std::size_t kReadChunk = 256 * 1024;
+constexpr int kMaxIovecs = 64;
 
 struct Deadline {
     Clock::time_point at;
@@ -232,26 +234,66 @@ RedisStatus take_replies(redisReader* reader, std::size_t count, std::vector<Red
     return RedisStatus::success();
 }
 
-// Writes the whole wire buffer and reads `count` replies, reading while it writes so that neither
-// side can block the other on a full socket buffer.
-RedisStatus round_trip(int fd, redisReader* reader, const std::string& wire, std::size_t count,
+// After the connection failed: the replies Redis sent before it closed the connection are still
+// readable. Redis answers a request it can never accept (a bulk string longer than its
+// proto-max-bulk-len) with "-ERR Protocol error: ..." and then closes the connection: that is
+// a refusal of the request, not an outage, and is reported as such.
+RedisStatus explain_closed_connection(int fd, redisReader* reader, std::size_t count,
+                                      std::vector<RedisReply>* replies, RedisStatus failure)
+{
+    char buf[4096];
+    for (;;) {
+        ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0 || redisReaderFeed(reader, buf, static_cast<std::size_t>(n)) != REDIS_OK) break;
+        if (!take_replies(reader, count, replies).ok()) break;
+    }
+    for (const RedisReply& reply : *replies)
+        if (reply.is_error() && reply.str.rfind("ERR Protocol error", 0) == 0)
+            return fail(Code::RequestRefused, "Redis refused the request and closed the connection", reply.str);
+    return failure;
+}
+
+// Writes every piece of the batch and reads `count` replies, reading while it writes so that
+// neither side can block the other on a full socket buffer.
+RedisStatus round_trip(int fd, redisReader* reader, const CommandBatch& batch, std::size_t count,
                        std::vector<RedisReply>* replies, const Deadline& dl, IoWaiter& waiter)
 {
     replies->clear();
     replies->reserve(count);
+    const std::vector<std::string_view> pieces = batch.pieces();
+    std::size_t piece = 0, off = 0;  // the next byte to send: pieces[piece][off]
     std::unique_ptr<char[]> buf;
-    std::size_t off = 0;
     for (;;) {
-        while (off < wire.size()) {
-            ssize_t n = ::send(fd, wire.data() + off, wire.size() - off, MSG_NOSIGNAL);
-            if (n > 0) {
-                off += static_cast<std::size_t>(n);
-            } else if (n < 0 && errno == EINTR) {
+        while (piece < pieces.size()) {
+            iovec iov[kMaxIovecs];
+            int n_iov = 0;
+            for (std::size_t p = piece; p < pieces.size() && n_iov < kMaxIovecs; ++p, ++n_iov) {
+                std::size_t skip = p == piece ? off : 0;
+                iov[n_iov].iov_base = const_cast<char*>(pieces[p].data() + skip);
+                iov[n_iov].iov_len = pieces[p].size() - skip;
+            }
+            msghdr msg;
+            std::memset(&msg, 0, sizeof msg);
+            msg.msg_iov = iov;
+            msg.msg_iovlen = static_cast<std::size_t>(n_iov);
+            ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+            if (n >= 0) {
+                std::size_t sent = static_cast<std::size_t>(n);
+                while (piece < pieces.size() && sent >= pieces[piece].size() - off) {
+                    sent -= pieces[piece].size() - off;
+                    ++piece;
+                    off = 0;
+                }
+                off += sent;
+                if (n == 0 && piece < pieces.size()) break;
+            } else if (errno == EINTR) {
                 continue;
-            } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 break;
             } else {
-                return fail(Code::IoError, "error writing to Redis", errno_text(n < 0 ? errno : EPIPE));
+                return explain_closed_connection(fd, reader, count, replies,
+                                                 fail(Code::IoError, "error writing to Redis", errno_text(errno)));
             }
         }
         while (replies->size() < count) {
@@ -263,17 +305,19 @@ RedisStatus round_trip(int fd, redisReader* reader, const std::string& wire, std
                 RedisStatus st = take_replies(reader, count, replies);
                 if (!st.ok()) return st;
             } else if (n == 0) {
-                return fail(Code::IoError, "Redis closed the connection");
+                return explain_closed_connection(fd, reader, count, replies,
+                                                 fail(Code::IoError, "Redis closed the connection"));
             } else if (errno == EINTR) {
                 continue;
             } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 break;
             } else {
-                return fail(Code::IoError, "error reading from Redis", errno_text(errno));
+                return explain_closed_connection(fd, reader, count, replies,
+                                                 fail(Code::IoError, "error reading from Redis", errno_text(errno)));
             }
         }
         bool want_read = replies->size() < count;
-        bool want_write = off < wire.size();
+        bool want_write = piece < pieces.size();
         if (!want_read && !want_write) return RedisStatus::success();
         RedisStatus st = wait_for(waiter, fd, want_read, want_write, dl,
                                   want_write ? "sending to Redis" : "waiting for Redis to reply");
@@ -336,7 +380,7 @@ RedisStatus RedisConnection::connect(const RedisEndpoint& endpoint, long timeout
         if (auth && !endpoint.user.empty()) hello.add({"AUTH", endpoint.user, endpoint.password});
         if (endpoint.db != 0) hello.add({"SELECT", db_text});
         std::vector<RedisReply> replies;
-        st = round_trip(fd_, static_cast<redisReader*>(reader_), hello.wire(), hello.command_count(), &replies, dl,
+        st = round_trip(fd_, static_cast<redisReader*>(reader_), hello, hello.command_count(), &replies, dl,
                         waiter);
         if (!st.ok()) {
             close();
@@ -365,7 +409,7 @@ RedisStatus RedisConnection::execute(const CommandBatch& batch, std::vector<Redi
     try {
         if (fd_ < 0) return fail(Code::IoError, "not connected to Redis");
         std::vector<RedisReply> scratch;
-        RedisStatus st = round_trip(fd_, static_cast<redisReader*>(reader_), batch.wire(), batch.command_count(),
+        RedisStatus st = round_trip(fd_, static_cast<redisReader*>(reader_), batch, batch.command_count(),
                                     replies != nullptr ? replies : &scratch, Deadline(timeout_ms), waiter);
         if (!st.ok()) close();
         return st;

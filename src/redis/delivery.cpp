@@ -22,25 +22,71 @@ std::string decimal(long long v)
     return std::string(buf, res.ptr);
 }
 
-// RPUSH key p1 ... pn: one command carries the whole batch, in id order.
-void plan_list(const QueueTarget& target, const std::vector<StagedJob>& jobs, DeliveryPlan* plan)
+// The bulk string a job becomes: its payload for lists and streams, its Sidekiq JSON.
+std::size_t bulk_size(const QueueTarget& target, const StagedJob& job, bool immediate, double now_epoch,
+                      std::string* scratch)
 {
-    if (jobs.empty()) return;
+    if (target.kind != QueueTarget::Kind::Sidekiq) return job.payload.size();
+    std::string_view tail = sidekiq_job_head(target, job, immediate, now_epoch, scratch);
+    return scratch->size() + tail.size();
+}
+
+// Marks the jobs Redis would refuse for their size (plan->oversized); the planners skip them.
+// The exact Sidekiq size is computed only for jobs near the limit.
+void find_oversized(const QueueTarget& target, const std::vector<StagedJob>& jobs, double now_epoch,
+                    DeliveryPlan* plan, std::vector<char>* skip)
+{
+    const std::size_t head_bound = target.kind == QueueTarget::Kind::Sidekiq ? sidekiq_head_bound(target) : 0;
+    std::string scratch;
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+        if (jobs[i].known_too_large == 0 && jobs[i].payload.size() + head_bound <= plan->max_bulk_bytes) continue;
+        std::size_t bytes = jobs[i].known_too_large > 0
+                                ? jobs[i].known_too_large
+                                : bulk_size(target, jobs[i], jobs[i].run_at <= now_epoch, now_epoch, &scratch);
+        if (bytes <= plan->max_bulk_bytes) continue;
+        if (skip->empty()) skip->assign(jobs.size(), 0);
+        (*skip)[i] = 1;
+        plan->oversized.push_back(DeliveryPlan::Oversized{i, bytes, jobs[i].known_too_large > 0});
+    }
+}
+
+std::size_t count_sent(const std::vector<char>& skip, std::size_t first, std::size_t last)
+{
+    std::size_t n = last - first;
+    if (!skip.empty())
+        for (std::size_t i = first; i < last; ++i) n -= skip[i] ? 1 : 0;
+    return n;
+}
+
+bool sent(const std::vector<char>& skip, std::size_t i)
+{
+    return skip.empty() || !skip[i];
+}
+
+// RPUSH key p1 ... pn: one command carries the whole batch, in id order.
+void plan_list(const QueueTarget& target, const std::vector<StagedJob>& jobs, const std::vector<char>& skip,
+               DeliveryPlan* plan)
+{
+    std::size_t n = count_sent(skip, 0, jobs.size());
+    if (n == 0) return;
     CommandBatch& b = plan->batch;
-    b.begin(2 + jobs.size());
+    b.begin(2 + n);
     b.arg("RPUSH");
     b.arg(target.key);
-    for (const StagedJob& job : jobs) b.arg(job.payload);
+    for (std::size_t i = 0; i < jobs.size(); ++i)
+        if (sent(skip, i)) b.arg(jobs[i].payload);
     plan->pushes.push_back(Range{0, jobs.size()});
 }
 
 // XADD key [MAXLEN ~ n] * id <id> payload <json>: one command per job, so that one refused
 // entry does not take the others down with it.
-void plan_stream(const QueueTarget& target, const std::vector<StagedJob>& jobs, DeliveryPlan* plan)
+void plan_stream(const QueueTarget& target, const std::vector<StagedJob>& jobs, const std::vector<char>& skip,
+                 DeliveryPlan* plan)
 {
     CommandBatch& b = plan->batch;
     std::string maxlen = target.maxlen > 0 ? decimal(target.maxlen) : std::string();
     for (std::size_t i = 0; i < jobs.size(); ++i) {
+        if (!sent(skip, i)) continue;
         std::string id = decimal(jobs[i].id);
         if (target.maxlen > 0)
             b.add({"XADD", target.key, "MAXLEN", "~", maxlen, "*", "id", id, "payload", jobs[i].payload});
@@ -54,45 +100,44 @@ void plan_stream(const QueueTarget& target, const std::vector<StagedJob>& jobs, 
 // LPUSH <ns>queue:<q> j1 ... jn (Sidekiq pops from the right: j1 runs first), both carrying the
 // run; each run of scheduled jobs becomes one ZADD <ns>schedule <run_at> <job> ... . Runs keep
 // the id order without needing a job-index indirection; a batch that is all immediate (the usual
-// case) is exactly one SADD and one LPUSH.
-void plan_sidekiq(const QueueTarget& target, const std::vector<StagedJob>& jobs, double now_epoch,
-                  DeliveryPlan* plan)
+// case) is exactly one SADD and one LPUSH. Each job is sent as its head and its payload's tail
+// (sidekiq_job.h), so a large payload is not copied.
+void plan_sidekiq(const QueueTarget& target, const std::vector<StagedJob>& jobs, const std::vector<char>& skip,
+                  double now_epoch, DeliveryPlan* plan)
 {
     CommandBatch& b = plan->batch;
     const std::string queues_key = target.namespace_prefix + "queues";
     const std::string queue_key = target.namespace_prefix + "queue:" + target.sidekiq_queue;
     const std::string schedule_key = target.namespace_prefix + "schedule";
-    std::string text;
+    std::string head, score;
     std::size_t i = 0;
     while (i < jobs.size()) {
         const bool immediate = jobs[i].run_at <= now_epoch;
         std::size_t end = i;
         while (end < jobs.size() && (jobs[end].run_at <= now_epoch) == immediate) ++end;
-        if (immediate) {
+        const std::size_t n = count_sent(skip, i, end);
+        if (n > 0 && immediate) {
             b.add({"SADD", queues_key, target.sidekiq_queue});
             plan->pushes.push_back(Range{i, end});
-            b.begin(2 + (end - i));
+            b.begin(2 + n);
             b.arg("LPUSH");
             b.arg(queue_key);
-            for (std::size_t j = i; j < end; ++j) {
-                text.clear();
-                append_sidekiq_job(target, jobs[j], true, now_epoch, &text);
-                b.arg(text);
-            }
-        } else {
-            b.begin(2 + 2 * (end - i));
+        } else if (n > 0) {
+            b.begin(2 + 2 * n);
             b.arg("ZADD");
             b.arg(schedule_key);
-            for (std::size_t j = i; j < end; ++j) {
-                text.clear();
-                append_epoch_seconds(jobs[j].run_at, &text);
-                b.arg(text);
-                text.clear();
-                append_sidekiq_job(target, jobs[j], false, now_epoch, &text);
-                b.arg(text);
-            }
         }
-        plan->pushes.push_back(Range{i, end});
+        for (std::size_t j = i; j < end && n > 0; ++j) {
+            if (!sent(skip, j)) continue;
+            if (!immediate) {
+                score.clear();
+                append_epoch_seconds(jobs[j].run_at, &score);
+                b.arg(score);
+            }
+            std::string_view tail = sidekiq_job_head(target, jobs[j], immediate, now_epoch, &head);
+            b.arg(head, tail);
+        }
+        if (n > 0) plan->pushes.push_back(Range{i, end});
         i = end;
     }
 }
@@ -112,6 +157,7 @@ void set_error(std::string* error, const std::string& a, const std::string& b = 
 // met a transient error stays staged rather than going to dead letters.
 void record_failure(JobOutcome* outcome, const std::string& error_text)
 {
+    if (outcome->kind == JobOutcome::Kind::TooLarge) return;  // never sent
     const bool transient = is_transient_error(error_text);
     if (outcome->kind == JobOutcome::Kind::Retry) return;
     if (outcome->kind == JobOutcome::Kind::Rejected && !transient) return;
@@ -122,21 +168,25 @@ void record_failure(JobOutcome* outcome, const std::string& error_text)
 }  // namespace
 
 bool plan_delivery(const QueueTarget& target, const std::vector<StagedJob>& jobs, std::string_view marker_key,
-                   double now_epoch, DeliveryPlan* plan, std::string* error) noexcept
+                   double now_epoch, DeliveryPlan* plan, std::string* error, std::size_t max_bulk_bytes) noexcept
 {
     try {
         plan->batch.clear();
         plan->pushes.clear();
+        plan->oversized.clear();
+        plan->max_bulk_bytes = max_bulk_bytes;
+        std::vector<char> skip;  // empty, or 1 for each job left out
+        find_oversized(target, jobs, now_epoch, plan, &skip);
         plan->batch.add({"MULTI"});
         switch (target.kind) {
-        case QueueTarget::Kind::List: plan_list(target, jobs, plan); break;
-        case QueueTarget::Kind::Stream: plan_stream(target, jobs, plan); break;
-        case QueueTarget::Kind::Sidekiq: plan_sidekiq(target, jobs, now_epoch, plan); break;
+        case QueueTarget::Kind::List: plan_list(target, jobs, skip, plan); break;
+        case QueueTarget::Kind::Stream: plan_stream(target, jobs, skip, plan); break;
+        case QueueTarget::Kind::Sidekiq: plan_sidekiq(target, jobs, skip, now_epoch, plan); break;
         }
         std::vector<std::int64_t> ids;
         ids.reserve(jobs.size());
-        for (const StagedJob& job : jobs)
-            if (job.marked) ids.push_back(job.id);
+        for (std::size_t i = 0; i < jobs.size(); ++i)
+            if (jobs[i].marked && sent(skip, i)) ids.push_back(jobs[i].id);
         plan->batch.add({"SET", marker_key, format_marker(ids)});
         plan->batch.add({"EXEC"});
         return true;
@@ -190,6 +240,19 @@ bool read_delivery(const DeliveryPlan& plan, const std::vector<RedisReply>& repl
             }
         }
         outcomes->assign(job_count, JobOutcome{JobOutcome::Kind::Delivered, std::string()});
+        for (const auto& big : plan.oversized) {
+            if (big.job >= job_count) {
+                set_error(error, "delivery plan does not match the batch's job count");
+                outcomes->clear();
+                return false;
+            }
+            JobOutcome& outcome = (*outcomes)[big.job];
+            outcome.kind = JobOutcome::Kind::TooLarge;
+            outcome.error = std::string(big.at_least ? "the job is at least " : "the job is ") +
+                            decimal(static_cast<long long>(big.bytes)) +
+                            " bytes as sent to Redis, more than Redis accepts (proto-max-bulk-len " +
+                            decimal(static_cast<long long>(plan.max_bulk_bytes)) + " bytes); it was not sent";
+        }
         for (std::size_t k = 0; k < pushes; ++k) {
             const RedisReply& element = exec.elements[k];
             if (!element.is_error()) continue;

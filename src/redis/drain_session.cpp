@@ -2,6 +2,8 @@
 // a noexcept, plain-data interface (see drain_session.h).
 #include "redis/regime.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <string>
 
@@ -21,6 +23,9 @@ public:
     long timeout_ms = 2000;
     bool configured = false;
     std::vector<std::int64_t> marker_ids;
+    std::vector<JobOutcome> last_outcomes;  // of the last deliver
+    std::size_t max_bulk_bytes = kDefaultMaxBulkBytes;      // in effect: the lower of these two
+    std::size_t refused_bulk_bytes = kDefaultMaxBulkBytes;  // learned from protocol errors
     std::string client_name;  // names every connection of this worker (see connection_fence.h)
 };
 
@@ -46,6 +51,33 @@ SessionReport report_failure(const RedisStatus& status, const char* doing)
                                                               : SessionReport::Status::Unavailable;
     return report_of(kind, std::string(doing) + ": " + status.message);
 }
+
+// Reads proto-max-bulk-len; Redis's default when CONFIG is refused (ACL, renamed command).
+RedisStatus read_max_bulk_bytes(DrainSession* session, IoWaiter& waiter)
+{
+    CommandBatch batch;
+    batch.add({"CONFIG", "GET", "proto-max-bulk-len"});
+    std::vector<RedisReply> replies;
+    RedisStatus status = session->connection.execute(batch, &replies, session->timeout_ms, waiter);
+    if (!status.ok())
+        return status;
+    std::size_t configured = kDefaultMaxBulkBytes;
+    const RedisReply& reply = replies.at(0);
+    if (reply.type == RedisReply::Type::Array && reply.elements.size() == 2 &&
+        reply.elements[1].type == RedisReply::Type::String) {
+        const std::string& text = reply.elements[1].str;
+        unsigned long long value = 0;
+        auto res = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (res.ec == std::errc() && res.ptr == text.data() + text.size() && value > 0)
+            configured = static_cast<std::size_t>(value);
+    }
+    session->max_bulk_bytes = std::min(configured, session->refused_bulk_bytes);
+    return status;
+}
+
+// Redis's smallest allowed proto-max-bulk-len: a protocol error for a unit whose payloads are all
+// smaller is not about their size.
+constexpr std::size_t kMinMaxBulkBytes = 1024 * 1024;
 
 SessionReport out_of_memory()
 {
@@ -88,6 +120,7 @@ SessionReport drain_session_configure(DrainSession* session, const char* redis_u
         if (password != nullptr)
             endpoint.password = password;
         session->connection.close();
+        session->refused_bulk_bytes = kDefaultMaxBulkBytes;  // another server: learn again
         session->endpoint = endpoint;
         session->url = effective;
         session->configured = true;
@@ -120,6 +153,9 @@ SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, boo
                                                                       : SessionReport::Status::Unavailable;
             return report_of(kind, "fencing earlier connections: " + status.message);
         }
+        status = read_max_bulk_bytes(session, waiter);
+        if (!status.ok())
+            return report_failure(status, "reading proto-max-bulk-len");
         *fresh = true;
         SessionReport report;
         set_message(&report, warning);  // Ok, with a warning when fencing is unavailable
@@ -141,6 +177,11 @@ bool drain_session_set_marker_key(DrainSession* session, const char* marker_key)
         session->connection.close();
         return true;
     }
+}
+
+std::size_t drain_session_max_bulk_bytes(const DrainSession* session) noexcept
+{
+    return session->max_bulk_bytes;
 }
 
 bool drain_session_connected(const DrainSession* session) noexcept
@@ -238,15 +279,28 @@ SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
         std::vector<StagedJob> batch_jobs(jobs, jobs + count);
         DeliveryPlan plan;
         std::string error;
-        if (!plan_delivery(target, batch_jobs, session->marker_key, now_epoch, &plan, &error))
+        if (!plan_delivery(target, batch_jobs, session->marker_key, now_epoch, &plan, &error,
+                           session->max_bulk_bytes))
             return report_of(SessionReport::Status::Unavailable, error);
 
         std::vector<RedisReply> replies;
         RedisStatus status = session->connection.execute(plan.batch, &replies, session->timeout_ms, waiter);
+        if (status.code == RedisStatus::Code::RequestRefused) {
+            std::size_t largest = 0;
+            for (const StagedJob& job : batch_jobs) largest = std::max(largest, job.payload.size());
+            if (largest > kMinMaxBulkBytes) {
+                session->refused_bulk_bytes = std::min(session->refused_bulk_bytes, largest - 1);
+                session->max_bulk_bytes = std::min(session->max_bulk_bytes, session->refused_bulk_bytes);
+                return report_of(SessionReport::Status::Refused,
+                                 "pushing a batch: " + status.message + "; its largest job (" +
+                                     std::to_string(largest) + " bytes) will not be sent again");
+            }
+        }
         if (!status.ok())
             return report_failure(status, "pushing a batch");
 
-        std::vector<JobOutcome> outcomes;
+        session->last_outcomes.clear();
+        std::vector<JobOutcome>& outcomes = session->last_outcomes;
         if (!read_delivery(plan, replies, count, &outcomes, &error))
             return report_of(SessionReport::Status::Refused, error);
 
@@ -264,6 +318,11 @@ SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
             case JobOutcome::Kind::Retry:
                 results[i] = JobResult::Retry;
                 break;
+            case JobOutcome::Kind::TooLarge:
+                results[i] = JobResult::TooLarge;
+                if (reject_message[0] == '\0')
+                    std::snprintf(reject_message, reject_len, "%s", outcomes[i].error.c_str());
+                break;
             }
         }
         return {};
@@ -271,6 +330,12 @@ SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
         session->connection.close();
         return out_of_memory();
     }
+}
+
+void drain_session_job_error(const DrainSession* session, std::size_t i, char* out, std::size_t out_len) noexcept
+{
+    const char* text = i < session->last_outcomes.size() ? session->last_outcomes[i].error.c_str() : "";
+    std::snprintf(out, out_len, "%s", text);
 }
 
 }  // namespace jobbuf::redis

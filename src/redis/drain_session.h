@@ -26,7 +26,8 @@ struct TargetSpec {
 };
 
 // Per-job result of deliver(), written into a caller-owned array.
-enum class JobResult : std::uint8_t { Delivered, Rejected, Retry };
+// TooLarge: not sent, larger than Redis accepts (drain_session_max_bulk_bytes).
+enum class JobResult : std::uint8_t { Delivered, Rejected, Retry, TooLarge };
 
 struct SessionReport {
     enum class Status {
@@ -62,6 +63,11 @@ bool drain_session_set_marker_key(DrainSession* session, const char* marker_key)
 SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, bool* fresh) noexcept;
 
 bool drain_session_connected(const DrainSession* session) noexcept;
+
+// The longest bulk string Redis accepts: its proto-max-bulk-len, read with CONFIG GET on every
+// fresh connection (512 MB, Redis's default, when CONFIG is not allowed), lowered when Redis
+// refuses a request with a protocol error and closes the connection (see drain_session_deliver).
+std::size_t drain_session_max_bulk_bytes(const DrainSession* session) noexcept;
 void drain_session_disconnect(DrainSession* session) noexcept;
 
 // Forgets the configuration (a setting became unusable): no connection until configured again.
@@ -80,10 +86,18 @@ SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter
                                          const std::int64_t* ids, std::size_t count) noexcept;
 
 // Pushes one batch (jobs in id order) as one MULTI/EXEC unit with the marker. On Ok, results[i]
-// says what happened to jobs[i] and reject_message holds the first rejection's error text.
+// says what happened to jobs[i] and reject_message holds the first rejection's error text. A job
+// larger than drain_session_max_bulk_bytes is not sent (TooLarge) and not named by the marker.
+// When Redis answers the unit with a protocol error and closes the connection (a bulk string
+// over its limit that CONFIG GET could not tell), the limit is lowered below the unit's largest
+// payload and the report is Refused: the next attempt leaves that job out instead of looping.
 SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
                                     const TargetSpec& target, const StagedJob* jobs,
                                     std::size_t count, double now_epoch, JobResult* results,
                                     char* reject_message, std::size_t reject_len) noexcept;
+
+// Why job i of the last drain_session_deliver was not delivered (Rejected: Redis's error;
+// TooLarge: its size and Redis's limit), as one line; empty for a delivered job.
+void drain_session_job_error(const DrainSession* session, std::size_t i, char* out, std::size_t out_len) noexcept;
 
 }  // namespace jobbuf::redis

@@ -24,6 +24,8 @@ struct RedisStatus {
         Interrupted,    // the IoWaiter asked us to stop
         IoError,        // reset, EOF, write error
         ProtocolError,  // unparsable reply
+        RequestRefused, // Redis answered "ERR Protocol error" (a bulk over proto-max-bulk-len)
+                        // and closed the connection: the request can never succeed as it is
     };
     Code code = Code::Ok;
     std::string message;  // one line, never contains the password

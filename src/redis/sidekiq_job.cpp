@@ -37,40 +37,53 @@ void append_sidekiq_jid(std::uint32_t salt, std::int64_t job_id, std::string* ou
     append_hex(static_cast<std::uint64_t>(job_id), 16, out);
 }
 
-void append_sidekiq_job(const QueueTarget& target, const StagedJob& job, bool immediate, double now_epoch,
-                        std::string* out)
+std::string_view sidekiq_job_head(const QueueTarget& target, const StagedJob& job, bool immediate,
+                                  double now_epoch, std::string* head)
 {
     std::string_view payload = job.payload;
+    head->clear();
     std::size_t open = 0;
     while (open < payload.size() && is_json_space(payload[open])) ++open;
-    if (open >= payload.size() || payload[open] != '{') {
-        out->append(payload.data(), payload.size());
-        return;
-    }
+    if (open >= payload.size() || payload[open] != '{')
+        return payload;
     std::size_t next = open + 1;
     while (next < payload.size() && is_json_space(payload[next])) ++next;
     bool empty_object = next < payload.size() && payload[next] == '}';
 
-    out->reserve(out->size() + payload.size() + 160);
-    out->append(payload.data(), open + 1);
-    out->append("\"queue\":");
-    append_json_string(target.sidekiq_queue, out);
-    out->append(",\"jid\":\"");
-    append_sidekiq_jid(target.jid_salt, job.id, out);
-    out->push_back('"');
-    if (!job.payload_has_retry) out->append(",\"retry\":true");
-    out->append(",\"created_at\":");
-    append_timestamp(target, job.staged_at, out);
+    head->append(payload.data(), open + 1);
+    head->append("\"queue\":");
+    append_json_string(target.sidekiq_queue, head);
+    head->append(",\"jid\":\"");
+    append_sidekiq_jid(target.jid_salt, job.id, head);
+    head->push_back('"');
+    if (!job.payload_has_retry) head->append(",\"retry\":true");
+    head->append(",\"created_at\":");
+    append_timestamp(target, job.staged_at, head);
     if (immediate) {
-        out->append(",\"enqueued_at\":");
-        append_timestamp(target, now_epoch, out);
+        head->append(",\"enqueued_at\":");
+        append_timestamp(target, now_epoch, head);
     }
-    if (empty_object) {
-        out->append(payload.data() + next, payload.size() - next);
-    } else {
-        out->push_back(',');
-        out->append(payload.data() + open + 1, payload.size() - open - 1);
-    }
+    if (empty_object)
+        return payload.substr(next);
+    head->push_back(',');
+    return payload.substr(open + 1);
+}
+
+std::size_t sidekiq_head_bound(const QueueTarget& target)
+{
+    // Fixed text and two timestamps (at most 24 characters each), the queue name escaped (at most
+    // 6 characters per byte), and whitespace before the payload's "{" (jsonb text has none).
+    return 256 + 6 * target.sidekiq_queue.size();
+}
+
+void append_sidekiq_job(const QueueTarget& target, const StagedJob& job, bool immediate, double now_epoch,
+                        std::string* out)
+{
+    std::string head;
+    std::string_view tail = sidekiq_job_head(target, job, immediate, now_epoch, &head);
+    out->reserve(out->size() + head.size() + tail.size());
+    out->append(head);
+    out->append(tail.data(), tail.size());
 }
 
 }  // namespace jobbuf::redis

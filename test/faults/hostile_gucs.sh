@@ -26,6 +26,10 @@ refused jobbuf.batch_size "-5" "outside the valid range"
 refused jobbuf.batch_size "0" "outside the valid range"
 refused jobbuf.batch_size "'many'" 'invalid value for parameter "jobbuf.batch_size"'
 refused jobbuf.batch_size "100000000000" "exceeds integer range"
+refused jobbuf.batch_max_bytes "'1kB'" "outside the valid range"
+refused jobbuf.batch_max_bytes "0" "outside the valid range"
+refused jobbuf.batch_max_bytes "'2GB'" "exceeds integer range"
+refused jobbuf.batch_max_bytes "'lots'" 'invalid value for parameter "jobbuf.batch_max_bytes"'
 refused jobbuf.poll_interval "'-1s'" "outside the valid range"
 refused jobbuf.poll_interval "'0'" "outside the valid range"
 refused jobbuf.poll_interval "'soon'" "(invalid value|requires an integer)"
