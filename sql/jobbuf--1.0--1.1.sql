@@ -252,3 +252,4 @@ END $$;
 ALTER FUNCTION jobbuf_claim(text, integer, text) SECURITY DEFINER;
 REVOKE ALL ON FUNCTION jobbuf.try_claim_lock(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobbuf.claim(jobbuf.queues, integer, text) FROM PUBLIC;
+GRANT SELECT ON jobbuf.claim_locks TO jobbuf_admin;  -- as every jobbuf table (90_privileges.sql)
