@@ -127,39 +127,58 @@ BEGIN PERFORM public.hostile_mark('jobbuf_claim(text, integer)'); END $$;
 SQL
 )" >/dev/null && pass "the owner planted shadowing functions and an operator in public" \
   || fail "planting the shadowing functions failed"
-out=$(as_role hostile_owner "ALTER DATABASE $JB_DB SET search_path = public, pg_catalog;
-                             ALTER DATABASE $JB_DB SET default_transaction_read_only = on;
-                             ALTER DATABASE $JB_DB SET statement_timeout = '1ms';
-                             ALTER DATABASE $JB_DB SET lock_timeout = '1ms'" "postgres")
-check "the owner set search_path (public first), read-only transactions and 1 ms timeouts for the database ${out}" [ -z "$out" ]
-out=$(as_role hostile_owner "ALTER DATABASE $JB_DB SET role = hostile_owner" "postgres")
-check "the owner made every session of the database take its role (ALTER DATABASE ... SET role) ${out}" [ -z "$out" ]
 refused "the owner creates a function in schema jobbuf" hostile_owner \
   "CREATE FUNCTION jobbuf.known_queue(text) RETURNS int LANGUAGE sql AS 'SELECT 1'"
 refused "the owner creates an operator in schema jobbuf" hostile_owner \
   "CREATE OPERATOR jobbuf.= (LEFTARG = text, RIGHTARG = text, FUNCTION = public.hostile_texteq)"
 
-# The worker plans its statements again in the hostile database: restart it.
-old_pid=$(worker_pid)
-jb_sql "SELECT pg_terminate_backend($old_pid)" >/dev/null
-if jb_wait_until '[ -n "$(worker_pid)" ] && [ "$(worker_pid)" != '"$old_pid"' ] && [ "$(jb_sql "SELECT running FROM jobbuf_worker_status()")" = t ]' 30; then
-  pass "a new drain worker connected to the hostile database (pid $(worker_pid))"
-else
-  fail "no new drain worker within 30 s"
-fi
-delivered "planted functions, public first, read-only transactions, 1 ms timeouts"
-as_role hostile_producer "SELECT public.jobbuf_stage('hl_group', '{\"n\": 1}'::jsonb);
-                          SELECT public.jobbuf_stage('hl_group', '{\"n\": 2}'::jsonb);
-                          SELECT public.jobbuf_stage('hl_skgroup', '{\"class\": \"X\", \"args\": [1]}'::jsonb)" >/dev/null
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:hl_group)" -ge 1 ] && [ "$(jb_redis LLEN queue:hl_skgroup)" -ge 1 ]' 20; then
-  pass "group delivery: the groups of a list and of a Sidekiq queue reach Redis"
-else
-  fail "group delivery: list $(jb_redis LLEN jobbuf:hl_group), sidekiq $(jb_redis LLEN queue:hl_skgroup) messages after 20 s"
-fi
-expect_match "the list group message names its jobs" "$(jb_redis LINDEX jobbuf:hl_group 0)" '"ids": \[[0-9]+, [0-9]+\]'
-expect_match "the Sidekiq group job names its class" "$(jb_redis LINDEX queue:hl_skgroup 0)" '"class": ?"HostileGroupJob"'
-no_marker_and_no_superuser "after the worker ran in the hostile database"
-say "log lines of the worker meanwhile: $(grep -cE 'jobbuf.*(ERROR|WARNING)' "$JB_RUN/postgres.log") jobbuf errors/warnings"
+# restart_worker <what>: the worker connects again (taking the database's settings) and plans its
+# statements again, in the hostile database.
+restart_worker() {
+  local old_pid
+  old_pid=$(worker_pid)
+  jb_sql "SELECT pg_terminate_backend($old_pid)" >/dev/null
+  if jb_wait_until '[ -n "$(worker_pid)" ] && [ "$(worker_pid)" != '"$old_pid"' ] && [ "$(jb_sql "SELECT running FROM jobbuf_worker_status()")" = t ]' 30; then
+    pass "$1: a new drain worker connected (pid $(worker_pid))"
+  else
+    fail "$1: no new drain worker within 30 s"
+  fi
+}
+
+# groups_delivered <what>: one more group of each group delivery queue reaches Redis.
+GROUPS=0
+groups_delivered() {
+  GROUPS=$((GROUPS + 1))
+  as_role hostile_producer "SELECT public.jobbuf_stage('hl_group', '{\"n\": 1}'::jsonb);
+                            SELECT public.jobbuf_stage('hl_group', '{\"n\": 2}'::jsonb);
+                            SELECT public.jobbuf_stage('hl_skgroup', '{\"class\": \"X\", \"args\": [1]}'::jsonb)" >/dev/null
+  if jb_wait_until '[ "$(jb_redis LLEN jobbuf:hl_group)" -ge '"$GROUPS"' ] && [ "$(jb_redis LLEN queue:hl_skgroup)" -ge '"$GROUPS"' ]' 20; then
+    pass "$1: the groups of a list and of a Sidekiq queue reach Redis"
+  else
+    fail "$1: list $(jb_redis LLEN jobbuf:hl_group), sidekiq $(jb_redis LLEN queue:hl_skgroup) group messages after 20 s, $GROUPS expected"
+  fi
+  expect_match "$1: the list group message names its jobs" "$(jb_redis LINDEX jobbuf:hl_group 0)" '"ids": \[[0-9]+, [0-9]+\]'
+  expect_match "$1: the Sidekiq group job names its class" "$(jb_redis LINDEX queue:hl_skgroup 0)" '"class": ?"HostileGroupJob"'
+}
+
+# 1a. public before pg_catalog: the planted functions and operator would now win everywhere.
+out=$(as_role hostile_owner "ALTER DATABASE $JB_DB SET search_path = public, pg_catalog" "postgres")
+check "the owner put public before pg_catalog for the database ${out}" [ -z "$out" ]
+restart_worker "shadowing functions and operator, public first"
+delivered "shadowing functions and operator, public first"
+groups_delivered "shadowing functions and operator, public first"
+no_marker_and_no_superuser "after the worker ran among the shadowing functions"
+
+# 1b. settings that would make the worker act as the owner, or fail every batch.
+out=$(as_role hostile_owner "ALTER DATABASE $JB_DB SET role = hostile_owner;
+                             ALTER DATABASE $JB_DB SET default_transaction_read_only = on;
+                             ALTER DATABASE $JB_DB SET statement_timeout = '1ms';
+                             ALTER DATABASE $JB_DB SET lock_timeout = '1ms'" "postgres")
+check "the owner set role (every session of the database acts as the owner), read-only transactions and 1 ms timeouts ${out}" [ -z "$out" ]
+restart_worker "hostile database settings"
+delivered "hostile database settings"
+groups_delivered "hostile database settings"
+no_marker_and_no_superuser "after the worker ran with the hostile settings"
 
 # --- 2. jobbuf's objects, settings and files
 refused "the owner drops a jobbuf function" hostile_owner "DROP FUNCTION public.jobbuf_stats()" \
