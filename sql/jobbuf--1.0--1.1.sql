@@ -3,6 +3,257 @@
 -- an updated 1.0 and a fresh 1.1 have the same catalog, and that jobs in every state survive.
 \echo Use "ALTER EXTENSION jobbuf UPDATE TO '1.1'" to load this file. \quit
 
+-- Claims: serialized by row locks on jobbuf.claim_locks that only the extension's functions can
+-- take (instead of advisory locks any role could hold); jobbuf_claim refuses queues the worker
+-- delivers, whose group claims go through jobbuf.claim (schema jobbuf, owner only); every call
+-- on the claim path qualified. (src/sql/40_claim.sql)
+-- One try-lock slot per row; claims lock slot hashtext(key) & 4095 for the length of their
+-- transaction. Part of the extension (not dumped: CREATE EXTENSION fills it).
+CREATE TABLE jobbuf.claim_locks (
+    slot integer PRIMARY KEY,
+    CONSTRAINT claim_locks_slot_range CHECK (slot >= 0 AND slot < 4096)
+);
+COMMENT ON TABLE jobbuf.claim_locks IS 'row locks that serialize claims of one partition or of one max_in_flight queue; never written after CREATE EXTENSION';
+INSERT INTO jobbuf.claim_locks (slot) SELECT pg_catalog.generate_series(0, 4095);
+
+-- Takes the claim slot of key without waiting; false when another transaction holds it.
+CREATE FUNCTION jobbuf.try_claim_lock(key text)
+RETURNS boolean LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM 1 FROM jobbuf.claim_locks l
+    WHERE l.slot = pg_catalog.hashtext(key) & 4095
+    FOR UPDATE SKIP LOCKED;
+    RETURN FOUND;
+END $$;
+
+-- ORDER BY list of a claim for the queue's order option, on the relation alias `rel`.
+CREATE OR REPLACE FUNCTION jobbuf.claim_order(rel text, by_run_at boolean)
+RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT CASE WHEN by_run_at THEN pg_catalog.format('%1$s.run_at, %1$s.id', rel) ELSE pg_catalog.format('%s.id', rel) END;
+$$;
+
+-- The statement that claims one group: parameters $1 queue, $2 batch size, $3 partition key
+-- (unused for the unpartitioned jobs), $4 the new group_id, $5 the lease, $6 min_batch,
+-- $7 max_wait. It locks up to $2 unclaimed ready jobs (index jobs_waiting, or
+-- jobs_partition_waiting for one partition) and up to $2 jobs with an expired lease (index
+-- jobs_leased; few), keeps the first $2 of both in queue order, and leases them only if the
+-- min_batch / max_wait gate opens: at least $6 jobs, or the oldest of them ready for $7.
+-- A job's wait for max_wait starts when it became ready: greatest(staged_at, run_at).
+-- Jobs locked but not kept (at most $2) stay locked until the claim's transaction ends; another
+-- claimer skips them meanwhile, which costs it nothing but their place in the order.
+CREATE OR REPLACE FUNCTION jobbuf.claim_statement(partitioned boolean, by_run_at boolean)
+RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT pg_catalog.format($sql$
+        WITH waiting AS MATERIALIZED (
+            SELECT j.id, j.run_at, j.staged_at FROM jobbuf.jobs j
+            WHERE j.queue = $1 AND j.group_id IS NULL AND j.run_at <= pg_catalog.now() AND %1$s
+            ORDER BY %2$s LIMIT $2 FOR UPDATE OF j SKIP LOCKED
+        ), expired AS MATERIALIZED (
+            SELECT j.id, j.run_at, j.staged_at FROM jobbuf.jobs j
+            WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until <= pg_catalog.now()
+              AND j.run_at <= pg_catalog.now() AND %1$s
+            ORDER BY %2$s LIMIT $2 FOR UPDATE OF j SKIP LOCKED
+        ), picked AS MATERIALIZED (
+            SELECT c.id, c.run_at, c.staged_at
+            FROM (SELECT * FROM waiting UNION ALL SELECT * FROM expired) c
+            ORDER BY %3$s LIMIT $2
+        ), gate AS (
+            SELECT coalesce(pg_catalog.count(*) >= $6 OR pg_catalog.min(greatest(p.staged_at, p.run_at)) <= pg_catalog.now() - $7, false) AS open
+            FROM picked p
+        ), claimed AS (
+            UPDATE jobbuf.jobs j SET group_id = $4, lease_until = pg_catalog.now() + $5,
+                attempts = j.attempts + CASE WHEN j.group_id IS NULL THEN 0 ELSE 1 END,
+                last_error = CASE WHEN j.group_id IS NULL THEN j.last_error ELSE 'lease expired' END
+            FROM picked p
+            WHERE j.id = p.id AND (SELECT g.open FROM gate g)
+            RETURNING j.group_id, j.id, j.payload, j.attempts, j.partition_key, j.staged_at, j.run_at
+        )
+        SELECT c.group_id, c.id, c.payload, c.attempts, c.partition_key, c.staged_at
+        FROM claimed c ORDER BY %3$s
+        $sql$,
+        CASE WHEN partitioned THEN 'j.partition_key = $3' ELSE 'j.partition_key IS NULL' END,
+        jobbuf.claim_order('j', by_run_at),
+        jobbuf.claim_order('c', by_run_at));
+$$;
+
+-- The candidates of a claim without partition key, best first: every partition that has a
+-- ready job and no group in flight, ranked by its first ready job in queue order, and the
+-- unpartitioned jobs (partition_key NULL: they form no partition, have no in-flight limit, and
+-- compete by their own first ready job). Partitions are found with a skip scan over
+-- jobs_partition_waiting (one index probe per partition), plus those whose only ready jobs are
+-- expired leases. $1 is the queue.
+CREATE OR REPLACE FUNCTION jobbuf.claim_candidates_statement(by_run_at boolean)
+RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT pg_catalog.format($sql$
+        WITH RECURSIVE parts (part) AS (
+            (SELECT j.partition_key FROM jobbuf.jobs j
+             WHERE j.queue = $1 AND j.group_id IS NULL AND j.partition_key IS NOT NULL
+             ORDER BY j.partition_key LIMIT 1)
+          UNION ALL
+            SELECT (SELECT j.partition_key FROM jobbuf.jobs j
+                    WHERE j.queue = $1 AND j.group_id IS NULL AND j.partition_key IS NOT NULL
+                      AND j.partition_key > p.part
+                    ORDER BY j.partition_key LIMIT 1)
+            FROM parts p WHERE p.part IS NOT NULL
+        ), heads (part, id, run_at) AS (
+            SELECT p.part, h.id, h.run_at FROM parts p
+            CROSS JOIN LATERAL (
+                SELECT j.id, j.run_at FROM jobbuf.jobs j
+                WHERE j.queue = $1 AND j.group_id IS NULL AND j.partition_key = p.part
+                  AND j.run_at <= pg_catalog.now()
+                ORDER BY %1$s LIMIT 1) h
+            WHERE p.part IS NOT NULL
+          UNION ALL
+            SELECT j.partition_key, j.id, j.run_at FROM jobbuf.jobs j
+            WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until <= pg_catalog.now()
+              AND j.run_at <= pg_catalog.now()
+          UNION ALL
+            (SELECT NULL::text, j.id, j.run_at FROM jobbuf.jobs j
+             WHERE j.queue = $1 AND j.group_id IS NULL AND j.partition_key IS NULL
+               AND j.run_at <= pg_catalog.now()
+             ORDER BY %1$s LIMIT 1)
+        ), live AS (
+            SELECT DISTINCT j.partition_key AS part FROM jobbuf.jobs j
+            WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until > pg_catalog.now()
+              AND j.partition_key IS NOT NULL
+        ), firsts AS (
+            SELECT DISTINCT ON (h.part) h.part, h.id, h.run_at FROM heads h
+            WHERE h.part IS NULL OR h.part NOT IN (SELECT l.part FROM live l)
+            ORDER BY h.part, %2$s
+        )
+        SELECT f.part FROM firsts f ORDER BY %3$s
+        $sql$,
+        jobbuf.claim_order('j', by_run_at),
+        jobbuf.claim_order('h', by_run_at),
+        jobbuf.claim_order('f', by_run_at));
+$$;
+
+-- True when the partition has a group in flight (a lease that has not expired).
+CREATE OR REPLACE FUNCTION jobbuf.partition_in_flight(queue text, part text)
+RETURNS boolean LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT EXISTS (SELECT 1 FROM jobbuf.jobs j
+                   WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until > pg_catalog.now()
+                     AND j.partition_key = $2);
+$$;
+
+-- Moves to jobbuf.dead the jobs of the queue whose lease expired for the last allowed time
+-- (attempts + 1 >= max_attempts), so that no claim hands them out again. Skips locked rows.
+CREATE OR REPLACE FUNCTION jobbuf.bury_abandoned(q jobbuf.queues)
+RETURNS void LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    WITH abandoned AS (
+        SELECT j.id FROM jobbuf.jobs j
+        WHERE j.queue = q.name AND j.group_id IS NOT NULL AND j.lease_until <= pg_catalog.now()
+          AND j.attempts + 1 >= coalesce((q.options->>'max_attempts')::integer, 25)
+        FOR UPDATE SKIP LOCKED
+    ), buried AS (
+        DELETE FROM jobbuf.jobs j USING abandoned a WHERE j.id = a.id
+        RETURNING j.*
+    )
+    INSERT INTO jobbuf.dead (id, queue, payload, partition_key, unique_key, staged_at, attempts,
+                             last_error, errors)
+    SELECT b.id, b.queue, b.payload, b.partition_key, b.unique_key, b.staged_at, b.attempts + 1,
+           'lease expired',
+           CASE WHEN b.last_error IS NULL THEN '[]'::jsonb
+                ELSE pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
+                    'at', NULL, 'attempt', b.attempts, 'error', b.last_error)) END
+           || pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
+                    'at', pg_catalog.now(), 'attempt', b.attempts + 1, 'error', 'lease expired'))
+    FROM buried b
+    ON CONFLICT (id) DO NOTHING;
+$$;
+
+-- The claim itself, for any queue (see "Who claims" above): jobbuf_claim for consumers, and the
+-- worker for group delivery. q is the queue's row (jobbuf.known_queue).
+CREATE FUNCTION jobbuf.claim(q jobbuf.queues, batch_size integer, partition_key text)
+RETURNS TABLE (group_id uuid, id bigint, payload jsonb, attempts integer, partition text,
+               staged_at timestamptz)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    wanted_partition constant text := partition_key;
+    batch integer := batch_size;
+    by_run_at boolean;
+    lease interval;
+    min_jobs integer;
+    max_wait_for interval;
+    max_groups integer;
+    new_group uuid;
+    candidate record;
+BEGIN
+    IF batch IS NULL THEN
+        batch := coalesce((q.options->>'batch_size')::integer, 100);
+    ELSIF batch < 1 OR batch > 100000 THEN
+        RAISE EXCEPTION 'jobbuf: batch_size must be between 1 and 100000, not %', batch
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'pass NULL to use the queue''s option batch_size (default 100)';
+    END IF;
+    IF q.paused THEN
+        RETURN;
+    END IF;
+    by_run_at := coalesce(q.options->>'order', 'id') = 'run_at';
+    lease := pg_catalog.make_interval(secs => coalesce((q.options->>'visibility')::integer, 300));
+    min_jobs := least(coalesce((q.options->>'min_batch')::integer, 1), batch);
+    max_wait_for := pg_catalog.make_interval(secs => (q.options->>'max_wait')::float8);
+    max_groups := (q.options->>'max_in_flight')::integer;
+    new_group := pg_catalog.gen_random_uuid();
+    PERFORM jobbuf.bury_abandoned(q);
+
+    IF max_groups IS NOT NULL THEN
+        IF NOT jobbuf.try_claim_lock(q.name) THEN
+            RETURN;  -- another claim of this queue is deciding right now
+        END IF;
+        IF (SELECT pg_catalog.count(DISTINCT j.group_id) FROM jobbuf.jobs j
+            WHERE j.queue = q.name AND j.group_id IS NOT NULL AND j.lease_until > pg_catalog.now()) >= max_groups THEN
+            RETURN;
+        END IF;
+    END IF;
+
+    IF wanted_partition IS NOT NULL THEN
+        IF NOT jobbuf.try_claim_lock(q.name || '/' || wanted_partition)
+           OR jobbuf.partition_in_flight(q.name, wanted_partition) THEN
+            RETURN;
+        END IF;
+        RETURN QUERY EXECUTE jobbuf.claim_statement(true, by_run_at)
+            USING q.name, batch, wanted_partition, new_group, lease, min_jobs, max_wait_for;
+        RETURN;
+    END IF;
+
+    FOR candidate IN EXECUTE jobbuf.claim_candidates_statement(by_run_at) USING q.name LOOP
+        IF candidate.part IS NOT NULL THEN
+            CONTINUE WHEN NOT jobbuf.try_claim_lock(q.name || '/' || candidate.part);
+            CONTINUE WHEN jobbuf.partition_in_flight(q.name, candidate.part);
+        END IF;
+        RETURN QUERY EXECUTE jobbuf.claim_statement(candidate.part IS NOT NULL, by_run_at)
+            USING q.name, batch, candidate.part, new_group, lease, min_jobs, max_wait_for;
+        IF FOUND THEN
+            RETURN;
+        END IF;
+    END LOOP;
+END $$;
+
+-- Claims a group of a queue with target none (see the header of this file).
+CREATE OR REPLACE FUNCTION jobbuf_claim(queue text, batch_size integer DEFAULT NULL, partition_key text DEFAULT NULL)
+RETURNS TABLE (group_id uuid, id bigint, payload jsonb, attempts integer, partition text,
+               staged_at timestamptz)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    q constant jobbuf.queues := jobbuf.known_queue(queue);
+BEGIN
+    IF q.target <> 'none' THEN
+        RAISE EXCEPTION 'jobbuf: queue % is delivered to Redis by the worker (target %); it cannot be claimed',
+                        pg_catalog.quote_literal(q.name), q.target
+            USING ERRCODE = 'wrong_object_type',
+                  HINT = CASE WHEN q.options->>'delivery' = 'group'
+                              THEN 'the worker claims its groups and pushes their ids to Redis; read a group with jobbuf_group(group_id) and finish it with jobbuf_complete or jobbuf_fail'
+                              ELSE 'its consumers read Redis; jobbuf_claim serves queues created with target none' END;
+    END IF;
+    RETURN QUERY SELECT * FROM jobbuf.claim(q, batch_size, partition_key);
+END $$;
+-- CREATE OR REPLACE made jobbuf_claim SECURITY INVOKER again; the new internals are the owner's alone.
+ALTER FUNCTION jobbuf_claim(text, integer, text) SECURITY DEFINER;
+REVOKE ALL ON FUNCTION jobbuf.try_claim_lock(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobbuf.claim(jobbuf.queues, integer, text) FROM PUBLIC;
+GRANT SELECT ON jobbuf.claim_locks TO jobbuf_admin;  -- as every jobbuf table (90_privileges.sql)
+
 -- Wakes the drain worker when this update commits: a worker running the 1.1 library against 1.0
 -- SQL waits for this update, and a statement on jobbuf.queues (its trigger) is what tells it.
 UPDATE jobbuf.queues SET paused = paused WHERE false;

@@ -75,20 +75,24 @@ static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
     Oid extension_oid = installed.extension_oid;
     if (queues_plan == nullptr)
         queues_plan = prepare_kept(
-            "SELECT name, CASE target WHEN 'list' THEN 0 WHEN 'stream' THEN 1 ELSE 2 END,"
-            "  coalesce(options->>'key', 'jobbuf:' || name),"
-            "  coalesce((options->>'maxlen')::bigint, 0),"
-            "  coalesce(options->>'sidekiq_queue', name),"
-            "  coalesce((options->>'namespace') || ':', ''),"
-            "  coalesce((options->>'sidekiq_version')::int, 7),"
-            "  coalesce((options->>'batch_size')::int, 0),"
-            "  options->>'delivery' = 'group',"
-            "  coalesce(options->>'group_class', ''),"
-            "  (SELECT quote_ident(n.nspname) FROM pg_catalog.pg_extension e"
-            "     JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'jobbuf')"
-            " FROM jobbuf.queues"
-            " WHERE NOT paused AND target IN ('list', 'stream', 'sidekiq')"
-            " ORDER BY name",
+            // Schema-qualified throughout, operators included (see worker_session.cpp).
+            "SELECT q.name,"
+            "  CASE WHEN q.target OPERATOR(pg_catalog.=) 'list' THEN 0"
+            "       WHEN q.target OPERATOR(pg_catalog.=) 'stream' THEN 1 ELSE 2 END,"
+            "  coalesce(q.options OPERATOR(pg_catalog.->>) 'key', 'jobbuf:' OPERATOR(pg_catalog.||) q.name),"
+            "  coalesce((q.options OPERATOR(pg_catalog.->>) 'maxlen')::bigint, 0),"
+            "  coalesce(q.options OPERATOR(pg_catalog.->>) 'sidekiq_queue', q.name),"
+            "  coalesce((q.options OPERATOR(pg_catalog.->>) 'namespace') OPERATOR(pg_catalog.||) ':', ''),"
+            "  coalesce((q.options OPERATOR(pg_catalog.->>) 'sidekiq_version')::int, 7),"
+            "  coalesce((q.options OPERATOR(pg_catalog.->>) 'batch_size')::int, 0),"
+            "  (q.options OPERATOR(pg_catalog.->>) 'delivery') OPERATOR(pg_catalog.=) 'group',"
+            "  coalesce(q.options OPERATOR(pg_catalog.->>) 'group_class', ''),"
+            "  (SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e"
+            "     JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace"
+            "    WHERE e.extname OPERATOR(pg_catalog.=) 'jobbuf')"
+            " FROM jobbuf.queues q"
+            " WHERE NOT q.paused AND q.target OPERATOR(pg_catalog.=) ANY ('{list,stream,sidekiq}'::pg_catalog.text[])"
+            " ORDER BY q.name",
             0, nullptr);
     int rc = SPI_execute_plan(queues_plan, nullptr, nullptr, true, 0);
     if (rc != SPI_OK_SELECT)

@@ -20,13 +20,13 @@ void record_batch(const char* queue, int64 delivered, int64 failed, const char* 
     if (stats_plan == nullptr) {
         Oid types[4] = {TEXTOID, INT8OID, INT8OID, TEXTOID};
         stats_plan = prepare_kept(
-            "UPDATE jobbuf.queue_stats SET"
-            "  delivered_total = delivered_total + $2,"
-            "  failed_total = failed_total + $3,"
-            "  last_delivery_at = CASE WHEN $2 > 0 THEN now() ELSE last_delivery_at END,"
-            "  last_error = coalesce($4, last_error),"
-            "  last_error_at = CASE WHEN $4 IS NULL THEN last_error_at ELSE now() END"
-            " WHERE queue = $1",
+            "UPDATE jobbuf.queue_stats s SET"
+            "  delivered_total = s.delivered_total OPERATOR(pg_catalog.+) $2,"
+            "  failed_total = s.failed_total OPERATOR(pg_catalog.+) $3,"
+            "  last_delivery_at = CASE WHEN $2 OPERATOR(pg_catalog.>) 0 THEN pg_catalog.now() ELSE s.last_delivery_at END,"
+            "  last_error = coalesce($4, s.last_error),"
+            "  last_error_at = CASE WHEN $4 IS NULL THEN s.last_error_at ELSE pg_catalog.now() END"
+            " WHERE s.queue OPERATOR(pg_catalog.=) $1",
             4, types);
     }
     int rc = SPI_execute_plan(stats_plan, values, nulls, false, 0);

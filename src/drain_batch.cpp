@@ -47,21 +47,23 @@ void prepare_plans(void)
             // right at ($1, $4) (with "queue = $1" btree would start at the queue's first entry
             // and step over every one the cursor already passed); id = ANY(array) can only be a
             // probe of jobs_pkey, where a join could become a nested loop over the whole backlog.
+            // Schema-qualified throughout, operators included (see worker_session.cpp).
             "WITH picked AS ("
-            "  SELECT id FROM jobbuf.jobs"
-            "  WHERE queue <= $1 AND (queue, id) > ($1, $4) AND group_id IS NULL AND ($3 OR run_at <= now())"
-            "  ORDER BY queue, id LIMIT $2 FOR UPDATE SKIP LOCKED"
+            "  SELECT j.id FROM jobbuf.jobs j"
+            "  WHERE j.queue OPERATOR(pg_catalog.<=) $1 AND (j.queue, j.id) OPERATOR(pg_catalog.>) ($1, $4)"
+            "    AND j.group_id IS NULL AND ($3 OR j.run_at OPERATOR(pg_catalog.<=) pg_catalog.now())"
+            "  ORDER BY j.queue, j.id LIMIT $2 FOR UPDATE SKIP LOCKED"
             ")"
             // A top-level DELETE: its RETURNING rows go straight to SPI, with no CTE tuplestore
             // and no sort (the probe of jobs_pkey returns them in id order; take_batch checks).
-            " DELETE FROM jobbuf.jobs j WHERE j.id = ANY (ARRAY(SELECT p.id FROM picked p))"
+            " DELETE FROM jobbuf.jobs j WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT p.id FROM picked p))"
             " RETURNING j.id,"
             // Sidekiq: keys jobbuf sets itself are dropped from the payload, only when present.
-            "  CASE WHEN $3 AND j.payload ?| '{queue,jid,created_at,enqueued_at}'"
-            "       THEN (j.payload - '{queue,jid,created_at,enqueued_at}'::text[])::text"
+            "  CASE WHEN $3 AND j.payload OPERATOR(pg_catalog.?|) '{queue,jid,created_at,enqueued_at}'::pg_catalog.text[]"
+            "       THEN (j.payload OPERATOR(pg_catalog.-) '{queue,jid,created_at,enqueued_at}'::pg_catalog.text[])::text"
             "       ELSE j.payload::text END,"
-            "  date_part('epoch', j.staged_at), date_part('epoch', j.run_at),"
-            "  $3 AND j.payload ? 'retry',"
+            "  pg_catalog.date_part('epoch', j.staged_at), pg_catalog.date_part('epoch', j.run_at),"
+            "  $3 AND j.payload OPERATOR(pg_catalog.?) 'retry',"
             "  j.payload, j.partition_key, j.unique_key, j.staged_at, j.attempts",
             4, types);
     }
@@ -70,8 +72,8 @@ void prepare_plans(void)
         dead_plan = prepare_kept(
             "INSERT INTO jobbuf.dead (id, queue, payload, partition_key, unique_key, staged_at,"
             "                         attempts, last_error, errors)"
-            " VALUES ($1, $2, $3, $4, $5, $6, $7 + 1, $8,"
-            "         jsonb_build_array(jsonb_build_object('at', now(), 'error', $8)))"
+            " VALUES ($1, $2, $3, $4, $5, $6, $7 OPERATOR(pg_catalog.+) 1, $8,"
+            "         pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object('at', pg_catalog.now(), 'error', $8)))"
             " ON CONFLICT (id) DO NOTHING",
             8, types);
     }

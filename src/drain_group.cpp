@@ -12,6 +12,8 @@
 
 extern "C" {
 #include "catalog/pg_type.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/uuid.h"
@@ -25,32 +27,53 @@ namespace {
 
 SPIPlanPtr group_plan = nullptr;
 SPIPlanPtr release_plan = nullptr;
-char group_plan_schema[NAMEDATALEN * 2 + 3];  // the quoted extension schema group_plan was built for
+// What group_plan was built for: the internal claim, or (1.0 schema) the quoted extension schema
+// whose jobbuf_claim it calls.
+bool group_plan_internal = false;
+char group_plan_schema[NAMEDATALEN * 2 + 3];
 
-// jobbuf_claim lives in the extension's schema, which the worker learns with the queue list.
+// Whether the database has the internal claim function jobbuf.claim (schema 1.1 on).
+bool internal_claim_installed(void)
+{
+    List* name = list_make2(makeString(pstrdup("jobbuf")), makeString(pstrdup("claim")));
+    return OidIsValid(LookupFuncName(name, -1, nullptr, true));
+}
+
+// The worker claims groups through jobbuf.claim: schema jobbuf belongs to the extension's owner,
+// while the extension's own schema (normally public) is the database owner's, who could add a
+// function there that a call by name would pick. A database still on 1.0's SQL has only
+// jobbuf_claim: it is called in the extension's schema with its exact argument types (nothing
+// that someone else creates there can then be chosen over it; at worst the call fails as
+// ambiguous). Every function and operator is schema-qualified (see worker_session.cpp).
 void prepare_group_plan(const char* quoted_schema)
 {
-    if (group_plan != nullptr && strcmp(group_plan_schema, quoted_schema) == 0)
+    bool internal = internal_claim_installed();
+    if (group_plan != nullptr && internal == group_plan_internal &&
+        (internal || strcmp(group_plan_schema, quoted_schema) == 0))
         return;
     if (group_plan != nullptr) {
         SPI_freeplan(group_plan);
         group_plan = nullptr;
     }
     Oid types[4] = {TEXTOID, INT4OID, BOOLOID, TEXTOID};
+    char* claim = internal ? pstrdup("jobbuf.claim(jobbuf.known_queue($1), $2, NULL::pg_catalog.text)")
+                           : psprintf("%s.jobbuf_claim($1, $2, NULL::pg_catalog.text)", quoted_schema);
     char* sql = psprintf(
-        "WITH claimed AS (SELECT * FROM %s.jobbuf_claim($1, $2)),"
-        " g AS (SELECT c.group_id, array_agg(c.id ORDER BY c.id) AS ids,"
-        "              min(c.staged_at) AS staged_at FROM claimed c GROUP BY c.group_id)"
+        "WITH claimed AS (SELECT * FROM %s),"
+        " g AS (SELECT c.group_id, pg_catalog.array_agg(c.id ORDER BY c.id) AS ids,"
+        "              pg_catalog.min(c.staged_at) AS staged_at FROM claimed c GROUP BY c.group_id)"
         // The message's identity (Sidekiq jid, stream field id) comes from the group id, so that
         // a group pushed again after its lease expired is a new message for deduplicating consumers.
-        " SELECT ('x' || substr(replace(group_id::text, '-', ''), 1, 16))::bit(64)::bigint"
-        "          & 9223372036854775807,"
-        "  CASE WHEN $3 THEN jsonb_build_object('class', $4, 'args', jsonb_build_array(group_id))"
-        "       ELSE jsonb_build_object('group_id', group_id, 'ids', to_jsonb(ids)) END::text,"
-        "  extract(epoch FROM staged_at)::float8, cardinality(ids), group_id"
+        " SELECT ('x' OPERATOR(pg_catalog.||)"
+        "         pg_catalog.substr(pg_catalog.replace(g.group_id::text, '-', ''), 1, 16))::bit(64)::bigint"
+        "          OPERATOR(pg_catalog.&) 9223372036854775807,"
+        "  CASE WHEN $3 THEN pg_catalog.jsonb_build_object('class', $4, 'args', pg_catalog.jsonb_build_array(g.group_id))"
+        "       ELSE pg_catalog.jsonb_build_object('group_id', g.group_id, 'ids', pg_catalog.to_jsonb(g.ids)) END::text,"
+        "  extract(epoch FROM g.staged_at)::float8, pg_catalog.cardinality(g.ids), g.group_id"
         " FROM g",
-        quoted_schema);
+        claim);
     group_plan = prepare_kept(sql, 4, types);
+    group_plan_internal = internal;
     strlcpy(group_plan_schema, quoted_schema, sizeof(group_plan_schema));
 }
 
@@ -114,7 +137,8 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
         Oid types[1] = {UUIDOID};
         if (release_plan == nullptr)
             release_plan = prepare_kept(
-                "UPDATE jobbuf.jobs SET group_id = NULL, lease_until = NULL WHERE group_id = $1", 1, types);
+                "UPDATE jobbuf.jobs j SET group_id = NULL, lease_until = NULL"
+                " WHERE j.group_id OPERATOR(pg_catalog.=) $1", 1, types);
         Datum release_args[1] = {DirectFunctionCall1(uuid_in, CStringGetDatum(group_text))};
         rc = SPI_execute_plan(release_plan, release_args, nullptr, false, 0);
         if (rc != SPI_OK_UPDATE)

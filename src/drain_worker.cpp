@@ -17,6 +17,7 @@
 #include "problem_log.h"
 #include "settings.h"
 #include "shared_state.h"
+#include "worker_session.h"
 
 extern "C" {
 #include "access/xact.h"
@@ -487,6 +488,7 @@ void jobbuf_drain_main(Datum arg)
     state->full_round_due = true;
     worker_client_name(state->client_name, sizeof(state->client_name));
 
+    pin_worker_session();
     use_index_plans();
     on_shmem_exit(unpublish_worker, (Datum) 0);
     publish_worker();
@@ -498,6 +500,7 @@ void jobbuf_drain_main(Datum arg)
         reload_settings_if_asked();
         if (drain_worker_must_leave()) {
             ereport(LOG, (errmsg("jobbuf: drain worker leaves database \"%s\" for DROP DATABASE", jobbuf_database)));
+            note_departure_for_drop();
             proc_exit(0);
         }
 

@@ -1,7 +1,15 @@
 // Postgres regime: a ProcessUtility hook that, before DROP DATABASE of jobbuf.database, asks the
 // drain worker to disconnect and the launcher to keep it away for a while. Without it, a plain
 // DROP DATABASE fails with "database is being accessed by other users" for as long as jobbuf is
-// installed. If the drop fails for another reason, the launcher restarts the worker afterwards.
+// installed.
+//
+// The hook runs before Postgres decides whether the caller may drop the database, so it first
+// makes the checks dropdb() makes before it looks at other sessions (a top-level statement
+// outside a transaction block; the database exists; the caller owns it or is a superuser; it is
+// not a template, not the caller's own database, not used by replication slots). A DROP DATABASE
+// that would be refused leaves the worker alone: no role can pause delivery by trying. If an
+// allowed drop still fails (other sessions connected), the request is withdrawn at once and the
+// launcher restarts the worker without backoff.
 #include "pg_includes.h"
 
 #include "drop_database_guard.h"
@@ -9,8 +17,15 @@
 #include "shared_state.h"
 
 extern "C" {
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_database.h"
+#include "commands/dbcommands.h"
 #include "nodes/parsenodes.h"
+#include "replication/slot.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 }
 
@@ -20,16 +35,52 @@ constexpr int kKeepAwayMs = 10 * 1000;
 
 ProcessUtility_hook_type previous_process_utility = nullptr;
 
-void ask_worker_to_leave(void)
+// Whether dropdb() will get past its checks of the caller and the database, as far as they can
+// be known before it runs (the wait for other sessions comes after them).
+bool drop_would_be_allowed(const char* dbname, ProcessUtilityContext context)
+{
+    if (context != PROCESS_UTILITY_TOPLEVEL || IsTransactionBlock() || IsSubTransaction())
+        return false;  // PreventInTransactionBlock refuses it
+    Oid database = get_database_oid(dbname, true);
+    if (!OidIsValid(database) || database == MyDatabaseId || !pg_database_ownercheck(database, GetUserId()))
+        return false;
+    HeapTuple tuple = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(database));
+    if (!HeapTupleIsValid(tuple))
+        return false;
+    bool is_template = reinterpret_cast<Form_pg_database>(GETSTRUCT(tuple))->datistemplate;
+    ReleaseSysCache(tuple);
+    int slots = 0, active_slots = 0;
+    return !is_template && !ReplicationSlotsCountDBSlots(database, &slots, &active_slots);
+}
+
+// Returns the pause it set, for withdraw_request.
+TimestampTz ask_worker_to_leave(void)
 {
     JobbufSharedState* s = jobbuf_shared;
-    if (s == nullptr)
-        return;
-    s->pause_until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), kKeepAwayMs);
+    TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), kKeepAwayMs);
+    s->pause_until = until;
     pg_memory_barrier();
     Latch* latch = s->worker_latch;
     if (latch != nullptr)
         SetLatch(latch);
+    return until;
+}
+
+// The drop failed: the worker may come back now (unless another drop asked for a later pause).
+void withdraw_request(TimestampTz until)
+{
+    if (jobbuf_shared->pause_until == until)
+        jobbuf_shared->pause_until = 0;
+}
+
+void run_utility(PlannedStmt* pstmt, const char* query_string, bool read_only_tree,
+                 ProcessUtilityContext context, ParamListInfo params, QueryEnvironment* query_env,
+                 DestReceiver* dest, QueryCompletion* qc)
+{
+    if (previous_process_utility)
+        previous_process_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
+    else
+        standard_ProcessUtility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
 }
 
 void guard_process_utility(PlannedStmt* pstmt, const char* query_string, bool read_only_tree,
@@ -37,14 +88,23 @@ void guard_process_utility(PlannedStmt* pstmt, const char* query_string, bool re
                            QueryEnvironment* query_env, DestReceiver* dest, QueryCompletion* qc)
 {
     Node* statement = pstmt->utilityStmt;
-    if (IsA(statement, DropdbStmt) && jobbuf_database != nullptr &&
-        strcmp(castNode(DropdbStmt, statement)->dbname, jobbuf_database) == 0)
-        ask_worker_to_leave();
-
-    if (previous_process_utility)
-        previous_process_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
-    else
-        standard_ProcessUtility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
+    const char* dbname = IsA(statement, DropdbStmt) ? castNode(DropdbStmt, statement)->dbname : nullptr;
+    if (dbname == nullptr || jobbuf_shared == nullptr || jobbuf_database == nullptr ||
+        strcmp(dbname, jobbuf_database) != 0 || !drop_would_be_allowed(dbname, context)) {
+        run_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
+        return;
+    }
+    volatile TimestampTz until = ask_worker_to_leave();
+    PG_TRY();
+    {
+        run_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
+    }
+    PG_CATCH();
+    {
+        withdraw_request(until);
+        PG_RE_THROW();
+    }
+    PG_END_TRY();
 }
 
 }  // namespace
@@ -58,4 +118,10 @@ void install_drop_database_guard(void)
 bool drain_worker_must_leave(void)
 {
     return jobbuf_shared != nullptr && jobbuf_shared->pause_until > GetCurrentTimestamp();
+}
+
+void note_departure_for_drop(void)
+{
+    if (jobbuf_shared != nullptr)
+        pg_atomic_fetch_add_u32(&jobbuf_shared->departures_for_drop, 1);
 }

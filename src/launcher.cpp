@@ -95,6 +95,7 @@ void jobbuf_launcher_main(Datum arg)
     TimestampTz started_at = 0;
     TimestampTz next_start = 0;
     int restart_delay_ms = kMinRestartDelayMs;
+    uint32 departures_seen = jobbuf_shared ? pg_atomic_read_u32(&jobbuf_shared->departures_for_drop) : 0;
 
     for (;;) {
         CHECK_FOR_INTERRUPTS();
@@ -107,10 +108,14 @@ void jobbuf_launcher_main(Datum arg)
         long wait_ms = kCheckIntervalMs;
         if (!drain_worker_alive(handle)) {
             if (handle != nullptr) {
-                // It stopped: restart soon if it had run well, later and later if it keeps dying.
-                bool healthy = TimestampDifferenceExceeds(started_at, now, kHealthyRunMs);
+                // It stopped: restart soon if it had run well or left for a DROP DATABASE (which
+                // keeps it away itself while it lasts), later and later if it keeps dying.
+                uint32 departures = jobbuf_shared ? pg_atomic_read_u32(&jobbuf_shared->departures_for_drop) : 0;
+                bool left_for_drop = departures != departures_seen;
+                departures_seen = departures;
+                bool healthy = left_for_drop || TimestampDifferenceExceeds(started_at, now, kHealthyRunMs);
                 restart_delay_ms = healthy ? kMinRestartDelayMs : Min(restart_delay_ms * 2, kMaxRestartDelayMs);
-                next_start = TimestampTzPlusMilliseconds(now, restart_delay_ms);
+                next_start = left_for_drop ? now : TimestampTzPlusMilliseconds(now, restart_delay_ms);
                 pfree(handle);
                 handle = nullptr;
             }

@@ -40,7 +40,9 @@ SessionReport reconcile_delivered(DrainContext* ctx, bool* done)
     }
     if (reconcile_plan == nullptr) {
         Oid types[1] = {INT8ARRAYOID};
-        reconcile_plan = prepare_kept("DELETE FROM jobbuf.jobs WHERE id = ANY ($1) AND group_id IS NULL", 1, types);
+        reconcile_plan = prepare_kept("DELETE FROM jobbuf.jobs j"
+                                      " WHERE j.id OPERATOR(pg_catalog.=) ANY ($1) AND j.group_id IS NULL",
+                                      1, types);
     }
     auto* datums = static_cast<Datum*>(palloc(sizeof(Datum) * count));
     for (size_t i = 0; i < count; i++)

@@ -38,6 +38,7 @@ static void attach_shared_state(void)
         pg_atomic_init_u64(&state->wakeups, 0);
         pg_atomic_init_u64(&state->batches, 0);
         pg_atomic_init_u64(&state->delivered, 0);
+        pg_atomic_init_u32(&state->departures_for_drop, 0);
         SpinLockInit(&state->mutex);
         state->worker_latch = nullptr;
         state->worker_database = InvalidOid;

@@ -35,9 +35,13 @@ struct JobbufSharedState {
     pg_atomic_uint64 batches;
     pg_atomic_uint64 delivered;
 
-    // Set by a backend about to DROP the worker's database: the launcher keeps the drain
-    // worker stopped until this time so that the drop is not blocked by it.
+    // Set by a backend about to DROP the worker's database (only a drop that its checks allow:
+    // drop_database_guard.cpp): the launcher keeps the drain worker stopped until this time so
+    // that the drop is not blocked by it. Reset when that drop fails.
     TimestampTz pause_until;
+    // Bumped by the drain worker each time it leaves its database for a DROP DATABASE: the
+    // launcher does not count such an exit as a failure (no restart backoff).
+    pg_atomic_uint32 departures_for_drop;
 };
 
 // NULL unless jobbuf is in shared_preload_libraries.

@@ -22,12 +22,41 @@
 --
 -- Serialization without waiting: the two rules that span several claims (one group in flight
 -- per partition, at most max_in_flight groups per queue) need claimers of the same partition or
--- queue to take turns. They do so with transaction-level advisory try-locks: a claimer that
--- finds the lock taken treats the partition (or the queue) as busy — exactly what it is — and
--- moves on (or returns nothing), as SKIP LOCKED does for rows. Each rule is re-checked in a
--- statement that starts after the lock is held, so it sees every claim committed before.
--- The lock keys are (class, hashtext(...)) pairs with jobbuf's own class numbers; a hash collision
--- only makes a claimer skip a partition for the length of one claim transaction.
+-- queue to take turns. They do so with row try-locks (FOR UPDATE SKIP LOCKED) on a slot of
+-- jobbuf.claim_locks: a claimer that finds the slot taken treats the partition (or the queue) as
+-- busy — exactly what it is — and moves on (or returns nothing), as SKIP LOCKED does for rows.
+-- Each rule is re-checked in a statement that starts after the lock is held, so it sees every
+-- claim committed before. Only the extension's owner can lock those rows (row locks need UPDATE
+-- on the table, which nobody is granted): unlike advisory locks, which every role shares, no
+-- other role can hold a slot to stop claims. A slot is chosen by a hash of the queue (or queue
+-- and partition); a collision only makes a claimer skip a partition for one claim transaction.
+--
+-- Who claims: jobbuf_claim serves consumers of queues with target none. The jobs of list,
+-- stream and sidekiq queues belong to the worker, which pushes them to Redis; a consumer that
+-- claimed (and completed) them would take them from their Redis consumers, so jobbuf_claim
+-- refuses those queues. Group delivery queues are claimed by the worker itself through
+-- jobbuf.claim (the claim without that check, in schema jobbuf, executable by its owner only);
+-- their consumers read the group they were sent with jobbuf_group and finish it with
+-- jobbuf_complete / jobbuf_fail.
+
+-- One try-lock slot per row; claims lock slot hashtext(key) & 4095 for the length of their
+-- transaction. Part of the extension (not dumped: CREATE EXTENSION fills it).
+CREATE TABLE jobbuf.claim_locks (
+    slot integer PRIMARY KEY,
+    CONSTRAINT claim_locks_slot_range CHECK (slot >= 0 AND slot < 4096)
+);
+COMMENT ON TABLE jobbuf.claim_locks IS 'row locks that serialize claims of one partition or of one max_in_flight queue; never written after CREATE EXTENSION';
+INSERT INTO jobbuf.claim_locks (slot) SELECT pg_catalog.generate_series(0, 4095);
+
+-- Takes the claim slot of key without waiting; false when another transaction holds it.
+CREATE FUNCTION jobbuf.try_claim_lock(key text)
+RETURNS boolean LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM 1 FROM jobbuf.claim_locks l
+    WHERE l.slot = pg_catalog.hashtext(key) & 4095
+    FOR UPDATE SKIP LOCKED;
+    RETURN FOUND;
+END $$;
 
 CREATE FUNCTION jobbuf.checked_group_id(group_id uuid)
 RETURNS uuid LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
@@ -43,7 +72,7 @@ END $$;
 -- ORDER BY list of a claim for the queue's order option, on the relation alias `rel`.
 CREATE FUNCTION jobbuf.claim_order(rel text, by_run_at boolean)
 RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT CASE WHEN by_run_at THEN format('%1$s.run_at, %1$s.id', rel) ELSE format('%s.id', rel) END;
+    SELECT CASE WHEN by_run_at THEN pg_catalog.format('%1$s.run_at, %1$s.id', rel) ELSE pg_catalog.format('%s.id', rel) END;
 $$;
 
 -- The statement that claims one group: parameters $1 queue, $2 batch size, $3 partition key
@@ -57,25 +86,25 @@ $$;
 -- claimer skips them meanwhile, which costs it nothing but their place in the order.
 CREATE FUNCTION jobbuf.claim_statement(partitioned boolean, by_run_at boolean)
 RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT format($sql$
+    SELECT pg_catalog.format($sql$
         WITH waiting AS MATERIALIZED (
             SELECT j.id, j.run_at, j.staged_at FROM jobbuf.jobs j
-            WHERE j.queue = $1 AND j.group_id IS NULL AND j.run_at <= now() AND %1$s
+            WHERE j.queue = $1 AND j.group_id IS NULL AND j.run_at <= pg_catalog.now() AND %1$s
             ORDER BY %2$s LIMIT $2 FOR UPDATE OF j SKIP LOCKED
         ), expired AS MATERIALIZED (
             SELECT j.id, j.run_at, j.staged_at FROM jobbuf.jobs j
-            WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until <= now()
-              AND j.run_at <= now() AND %1$s
+            WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until <= pg_catalog.now()
+              AND j.run_at <= pg_catalog.now() AND %1$s
             ORDER BY %2$s LIMIT $2 FOR UPDATE OF j SKIP LOCKED
         ), picked AS MATERIALIZED (
             SELECT c.id, c.run_at, c.staged_at
             FROM (SELECT * FROM waiting UNION ALL SELECT * FROM expired) c
             ORDER BY %3$s LIMIT $2
         ), gate AS (
-            SELECT coalesce(count(*) >= $6 OR min(greatest(p.staged_at, p.run_at)) <= now() - $7, false) AS open
+            SELECT coalesce(pg_catalog.count(*) >= $6 OR pg_catalog.min(greatest(p.staged_at, p.run_at)) <= pg_catalog.now() - $7, false) AS open
             FROM picked p
         ), claimed AS (
-            UPDATE jobbuf.jobs j SET group_id = $4, lease_until = now() + $5,
+            UPDATE jobbuf.jobs j SET group_id = $4, lease_until = pg_catalog.now() + $5,
                 attempts = j.attempts + CASE WHEN j.group_id IS NULL THEN 0 ELSE 1 END,
                 last_error = CASE WHEN j.group_id IS NULL THEN j.last_error ELSE 'lease expired' END
             FROM picked p
@@ -98,7 +127,7 @@ $$;
 -- expired leases. $1 is the queue.
 CREATE FUNCTION jobbuf.claim_candidates_statement(by_run_at boolean)
 RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT format($sql$
+    SELECT pg_catalog.format($sql$
         WITH RECURSIVE parts (part) AS (
             (SELECT j.partition_key FROM jobbuf.jobs j
              WHERE j.queue = $1 AND j.group_id IS NULL AND j.partition_key IS NOT NULL
@@ -114,21 +143,21 @@ RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
             CROSS JOIN LATERAL (
                 SELECT j.id, j.run_at FROM jobbuf.jobs j
                 WHERE j.queue = $1 AND j.group_id IS NULL AND j.partition_key = p.part
-                  AND j.run_at <= now()
+                  AND j.run_at <= pg_catalog.now()
                 ORDER BY %1$s LIMIT 1) h
             WHERE p.part IS NOT NULL
           UNION ALL
             SELECT j.partition_key, j.id, j.run_at FROM jobbuf.jobs j
-            WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until <= now()
-              AND j.run_at <= now()
+            WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until <= pg_catalog.now()
+              AND j.run_at <= pg_catalog.now()
           UNION ALL
             (SELECT NULL::text, j.id, j.run_at FROM jobbuf.jobs j
              WHERE j.queue = $1 AND j.group_id IS NULL AND j.partition_key IS NULL
-               AND j.run_at <= now()
+               AND j.run_at <= pg_catalog.now()
              ORDER BY %1$s LIMIT 1)
         ), live AS (
             SELECT DISTINCT j.partition_key AS part FROM jobbuf.jobs j
-            WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until > now()
+            WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until > pg_catalog.now()
               AND j.partition_key IS NOT NULL
         ), firsts AS (
             SELECT DISTINCT ON (h.part) h.part, h.id, h.run_at FROM heads h
@@ -146,7 +175,7 @@ $$;
 CREATE FUNCTION jobbuf.partition_in_flight(queue text, part text)
 RETURNS boolean LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT EXISTS (SELECT 1 FROM jobbuf.jobs j
-                   WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until > now()
+                   WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until > pg_catalog.now()
                      AND j.partition_key = $2);
 $$;
 
@@ -156,7 +185,7 @@ CREATE FUNCTION jobbuf.bury_abandoned(q jobbuf.queues)
 RETURNS void LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
     WITH abandoned AS (
         SELECT j.id FROM jobbuf.jobs j
-        WHERE j.queue = q.name AND j.group_id IS NOT NULL AND j.lease_until <= now()
+        WHERE j.queue = q.name AND j.group_id IS NOT NULL AND j.lease_until <= pg_catalog.now()
           AND j.attempts + 1 >= coalesce((q.options->>'max_attempts')::integer, 25)
         FOR UPDATE SKIP LOCKED
     ), buried AS (
@@ -168,20 +197,21 @@ RETURNS void LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
     SELECT b.id, b.queue, b.payload, b.partition_key, b.unique_key, b.staged_at, b.attempts + 1,
            'lease expired',
            CASE WHEN b.last_error IS NULL THEN '[]'::jsonb
-                ELSE jsonb_build_array(jsonb_build_object(
+                ELSE pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
                     'at', NULL, 'attempt', b.attempts, 'error', b.last_error)) END
-           || jsonb_build_array(jsonb_build_object(
-                    'at', now(), 'attempt', b.attempts + 1, 'error', 'lease expired'))
+           || pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
+                    'at', pg_catalog.now(), 'attempt', b.attempts + 1, 'error', 'lease expired'))
     FROM buried b
     ON CONFLICT (id) DO NOTHING;
 $$;
 
-CREATE FUNCTION jobbuf_claim(queue text, batch_size integer DEFAULT NULL, partition_key text DEFAULT NULL)
+-- The claim itself, for any queue (see "Who claims" above): jobbuf_claim for consumers, and the
+-- worker for group delivery. q is the queue's row (jobbuf.known_queue).
+CREATE FUNCTION jobbuf.claim(q jobbuf.queues, batch_size integer, partition_key text)
 RETURNS TABLE (group_id uuid, id bigint, payload jsonb, attempts integer, partition text,
                staged_at timestamptz)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    q constant jobbuf.queues := jobbuf.known_queue(queue);
     wanted_partition constant text := partition_key;
     batch integer := batch_size;
     by_run_at boolean;
@@ -191,8 +221,6 @@ DECLARE
     max_groups integer;
     new_group uuid;
     candidate record;
-    part_lock constant integer := 1785684583;   -- advisory lock classes of jobbuf ('jobg', 'jobh')
-    queue_lock constant integer := 1785684584;
 BEGIN
     IF batch IS NULL THEN
         batch := coalesce((q.options->>'batch_size')::integer, 100);
@@ -205,25 +233,25 @@ BEGIN
         RETURN;
     END IF;
     by_run_at := coalesce(q.options->>'order', 'id') = 'run_at';
-    lease := make_interval(secs => coalesce((q.options->>'visibility')::integer, 300));
+    lease := pg_catalog.make_interval(secs => coalesce((q.options->>'visibility')::integer, 300));
     min_jobs := least(coalesce((q.options->>'min_batch')::integer, 1), batch);
-    max_wait_for := make_interval(secs => (q.options->>'max_wait')::float8);
+    max_wait_for := pg_catalog.make_interval(secs => (q.options->>'max_wait')::float8);
     max_groups := (q.options->>'max_in_flight')::integer;
-    new_group := gen_random_uuid();
+    new_group := pg_catalog.gen_random_uuid();
     PERFORM jobbuf.bury_abandoned(q);
 
     IF max_groups IS NOT NULL THEN
-        IF NOT pg_try_advisory_xact_lock(queue_lock, hashtext(q.name)) THEN
+        IF NOT jobbuf.try_claim_lock(q.name) THEN
             RETURN;  -- another claim of this queue is deciding right now
         END IF;
-        IF (SELECT count(DISTINCT j.group_id) FROM jobbuf.jobs j
-            WHERE j.queue = q.name AND j.group_id IS NOT NULL AND j.lease_until > now()) >= max_groups THEN
+        IF (SELECT pg_catalog.count(DISTINCT j.group_id) FROM jobbuf.jobs j
+            WHERE j.queue = q.name AND j.group_id IS NOT NULL AND j.lease_until > pg_catalog.now()) >= max_groups THEN
             RETURN;
         END IF;
     END IF;
 
     IF wanted_partition IS NOT NULL THEN
-        IF NOT pg_try_advisory_xact_lock(part_lock, hashtext(q.name || '/' || wanted_partition))
+        IF NOT jobbuf.try_claim_lock(q.name || '/' || wanted_partition)
            OR jobbuf.partition_in_flight(q.name, wanted_partition) THEN
             RETURN;
         END IF;
@@ -234,7 +262,7 @@ BEGIN
 
     FOR candidate IN EXECUTE jobbuf.claim_candidates_statement(by_run_at) USING q.name LOOP
         IF candidate.part IS NOT NULL THEN
-            CONTINUE WHEN NOT pg_try_advisory_xact_lock(part_lock, hashtext(q.name || '/' || candidate.part));
+            CONTINUE WHEN NOT jobbuf.try_claim_lock(q.name || '/' || candidate.part);
             CONTINUE WHEN jobbuf.partition_in_flight(q.name, candidate.part);
         END IF;
         RETURN QUERY EXECUTE jobbuf.claim_statement(candidate.part IS NOT NULL, by_run_at)
@@ -243,6 +271,25 @@ BEGIN
             RETURN;
         END IF;
     END LOOP;
+END $$;
+
+-- Claims a group of a queue with target none (see the header of this file).
+CREATE FUNCTION jobbuf_claim(queue text, batch_size integer DEFAULT NULL, partition_key text DEFAULT NULL)
+RETURNS TABLE (group_id uuid, id bigint, payload jsonb, attempts integer, partition text,
+               staged_at timestamptz)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    q constant jobbuf.queues := jobbuf.known_queue(queue);
+BEGIN
+    IF q.target <> 'none' THEN
+        RAISE EXCEPTION 'jobbuf: queue % is delivered to Redis by the worker (target %); it cannot be claimed',
+                        pg_catalog.quote_literal(q.name), q.target
+            USING ERRCODE = 'wrong_object_type',
+                  HINT = CASE WHEN q.options->>'delivery' = 'group'
+                              THEN 'the worker claims its groups and pushes their ids to Redis; read a group with jobbuf_group(group_id) and finish it with jobbuf_complete or jobbuf_fail'
+                              ELSE 'its consumers read Redis; jobbuf_claim serves queues created with target none' END;
+    END IF;
+    RETURN QUERY SELECT * FROM jobbuf.claim(q, batch_size, partition_key);
 END $$;
 
 -- Deletes the group's jobs (all, or those in ids), or moves them to jobbuf.archive when the

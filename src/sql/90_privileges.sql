@@ -7,14 +7,17 @@
 -- All three may call jobbuf_stats() and jobbuf_worker_status(). Nothing is executable by PUBLIC.
 -- Consumer, admin and inspection functions are SECURITY DEFINER with a pinned search_path, so
 -- those roles need no privilege on the tables themselves.
+-- This script runs as a superuser with the extension's schema (normally public, where the
+-- database owner may create functions) first in search_path: every call below is qualified,
+-- so that no function a database owner planted there can run with the installer's rights.
 
 DO $$
 DECLARE
     role_name text;
 BEGIN
     FOREACH role_name IN ARRAY ARRAY['jobbuf_producer', 'jobbuf_consumer', 'jobbuf_admin'] LOOP
-        IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = role_name) THEN
-            EXECUTE format('CREATE ROLE %I NOLOGIN', role_name);
+        IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) role_name) THEN
+            EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', role_name);
         END IF;
     END LOOP;
 END $$;
@@ -33,23 +36,26 @@ BEGIN
     FOR fn, name IN
         SELECT p.oid::regprocedure, p.proname
         FROM pg_catalog.pg_proc p
-        JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_proc'::regclass AND d.objid = p.oid
-        JOIN pg_catalog.pg_extension e ON d.refclassid = 'pg_catalog.pg_extension'::regclass
-                                      AND d.refobjid = e.oid AND d.deptype = 'e'
-        WHERE e.extname = 'jobbuf'
+        JOIN pg_catalog.pg_depend d
+          ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass::pg_catalog.oid
+         AND d.objid OPERATOR(pg_catalog.=) p.oid
+        JOIN pg_catalog.pg_extension e
+          ON d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass::pg_catalog.oid
+         AND d.refobjid OPERATOR(pg_catalog.=) e.oid AND d.deptype OPERATOR(pg_catalog.=) 'e'
+        WHERE e.extname OPERATOR(pg_catalog.=) 'jobbuf'
     LOOP
-        EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', fn);
-        IF name = 'jobbuf_stage' THEN
-            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO jobbuf_producer', fn);
-        ELSIF name = ANY (consumer_functions) THEN
-            EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER', fn);
-            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO jobbuf_consumer', fn);
-        ELSIF name = ANY (admin_functions) THEN
-            EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER', fn);
-            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO jobbuf_admin', fn);
-        ELSIF name = ANY (inspection_functions) THEN
-            EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER', fn);
-            EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO jobbuf_producer, jobbuf_consumer, jobbuf_admin', fn);
+        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', fn);
+        IF name OPERATOR(pg_catalog.=) 'jobbuf_stage' THEN
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO jobbuf_producer', fn);
+        ELSIF name OPERATOR(pg_catalog.=) ANY (consumer_functions) THEN
+            EXECUTE pg_catalog.format('ALTER FUNCTION %s SECURITY DEFINER', fn);
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO jobbuf_consumer', fn);
+        ELSIF name OPERATOR(pg_catalog.=) ANY (admin_functions) THEN
+            EXECUTE pg_catalog.format('ALTER FUNCTION %s SECURITY DEFINER', fn);
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO jobbuf_admin', fn);
+        ELSIF name OPERATOR(pg_catalog.=) ANY (inspection_functions) THEN
+            EXECUTE pg_catalog.format('ALTER FUNCTION %s SECURITY DEFINER', fn);
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO jobbuf_producer, jobbuf_consumer, jobbuf_admin', fn);
         END IF;
     END LOOP;
 END $$;

@@ -1,6 +1,6 @@
 -- pgTAP: the privilege model (src/sql/90_privileges.sql), tried as the wrong roles.
 BEGIN;
-SELECT plan(29);
+SELECT plan(38);
 
 SELECT jobbuf_create_queue('priv_q', 'none');
 CREATE ROLE priv_producer LOGIN IN ROLE jobbuf_producer;
@@ -71,6 +71,35 @@ SELECT lives_ok($$ SELECT count(*) FROM jobbuf_stage('priv_q', ARRAY['{"n": 1}']
 SELECT throws_ok($$ SELECT jobbuf_stage('priv_q', '{"n": 2}'::jsonb) $$, '42501', NULL,
                  'the single form needs INSERT on all five staging columns');
 RESET ROLE;
+
+-- Queues the worker delivers are not for jobbuf_claim: a consumer that claimed (and completed)
+-- their jobs would take them from their Redis consumers. Group delivery queues are claimed by
+-- the worker through jobbuf.claim, which only the extension's owner may call.
+SELECT jobbuf_create_queue('priv_list', 'list');
+SELECT jobbuf_create_queue('priv_stream', 'stream');
+SELECT jobbuf_create_queue('priv_sidekiq', 'sidekiq');
+SELECT jobbuf_create_queue('priv_group', 'list', '{"delivery": "group"}');
+SET ROLE priv_consumer;
+SELECT throws_ok($$ SELECT * FROM jobbuf_claim('priv_list') $$, '42809',
+                 'jobbuf: queue ''priv_list'' is delivered to Redis by the worker (target list); it cannot be claimed',
+                 'a list queue cannot be claimed');
+SELECT throws_ok($$ SELECT * FROM jobbuf_claim('priv_stream') $$, '42809', NULL, 'a stream queue cannot be claimed');
+SELECT throws_ok($$ SELECT * FROM jobbuf_claim('priv_sidekiq', 10, 'p') $$, '42809', NULL,
+                 'a sidekiq queue cannot be claimed, by partition either');
+SELECT throws_ok($$ SELECT * FROM jobbuf_claim('priv_group') $$, '42809', NULL, 'a group delivery queue cannot be claimed');
+SELECT throws_ok($$ SELECT * FROM jobbuf.claim(jobbuf.known_queue('priv_group'), 10, NULL) $$, '42501', NULL,
+                 'a consumer cannot call the internal claim');
+SELECT throws_ok($$ SELECT l.slot FROM jobbuf.claim_locks l LIMIT 1 FOR UPDATE $$, '42501', NULL,
+                 'a consumer cannot lock the claim slots');
+RESET ROLE;
+SELECT jobbuf_stage('priv_group', '{"g": 1}'::jsonb);
+SELECT is((SELECT count(*)::int FROM jobbuf.claim(jobbuf.known_queue('priv_group'), 10, NULL)), 1,
+          'the internal claim serves a group delivery queue');
+SET ROLE priv_admin;
+SELECT throws_ok($$ SELECT l.slot FROM jobbuf.claim_locks l LIMIT 1 FOR UPDATE $$, '42501', NULL,
+                 'an admin cannot lock the claim slots');
+RESET ROLE;
+SELECT is((SELECT count(*)::int FROM jobbuf.claim_locks), 4096, 'jobbuf.claim_locks holds its 4096 slots');
 
 -- Anyone else: nothing, and the Redis URL (with its password) stays hidden.
 SET ROLE priv_nobody;
