@@ -28,12 +28,17 @@ CREATE TABLE jobbuf.queue_stats (
     last_delivery_at timestamptz
 );
 
--- Staged jobs. The queue is validated by a trigger (cached per backend) rather than a foreign
--- key: an FK check takes FOR KEY SHARE on the queue row for every staged job, which turns a
--- busy queue into a multixact hot spot.
+-- Staged jobs. The queue is validated by the staging trigger (20_staging.sql, cached per
+-- backend). The foreign key is what backups need: pg_dump orders the data of an extension's
+-- configuration tables by the foreign keys between them, so jobs are restored after the queues
+-- they name, and the validation trigger accepts them (in name order, jobs came first and every
+-- job was rejected). jobbuf_stage's direct insert (src/job_inserter.cpp) does not run the key's
+-- check, which takes FOR KEY SHARE on the queue row per staging transaction: it checks the queue
+-- itself while it holds its lock on jobbuf.jobs, and jobbuf_drop_queue takes SHARE ROW EXCLUSIVE
+-- on jobbuf.jobs before it deletes a queue. A plain INSERT and the SQL paths do run it.
 CREATE TABLE jobbuf.jobs (
     id            bigserial PRIMARY KEY,
-    queue         text NOT NULL,
+    queue         text NOT NULL REFERENCES jobbuf.queues (name),
     payload       jsonb NOT NULL,
     run_at        timestamptz NOT NULL DEFAULT now(),
     unique_key    text,
