@@ -61,7 +61,8 @@ bool foreign_keys_are_pristine(Relation rel, Oid* constraint)
     return true;
 }
 
-// One validation trigger, enabled as created; otherwise only the foreign key's own triggers.
+// One validation trigger, enabled as created; otherwise only the foreign key's own triggers
+// (enabled or not: the extension disables its check on INSERT, an owner may enable it again).
 bool triggers_are_pristine(Relation rel, Oid foreign_key)
 {
     TriggerDesc* triggers = rel->trigdesc;
@@ -70,10 +71,11 @@ bool triggers_are_pristine(Relation rel, Oid foreign_key)
     int validation_triggers = 0;
     for (int i = 0; i < triggers->numtriggers; i++) {
         const Trigger& trigger = triggers->triggers[i];
+        if (OidIsValid(foreign_key) && trigger.tgisinternal && trigger.tgconstraint == foreign_key &&
+            (trigger.tgenabled == TRIGGER_FIRES_ON_ORIGIN || trigger.tgenabled == TRIGGER_DISABLED))
+            continue;
         if (trigger.tgenabled != TRIGGER_FIRES_ON_ORIGIN)
             return false;
-        if (OidIsValid(foreign_key) && trigger.tgisinternal && trigger.tgconstraint == foreign_key)
-            continue;
         if (strcmp(trigger.tgname, "jobs_validate_and_wake") != 0)
             return false;
         char* function = get_func_name(trigger.tgfoid);

@@ -135,7 +135,8 @@ BEGIN
 END $$;
 
 -- The same, locked for an administrative change. FOR NO KEY UPDATE: it does not wait for the
--- transactions that staged into the queue through jobbuf.jobs's foreign key (FOR KEY SHARE).
+-- transactions that hold the row FOR KEY SHARE through a foreign key (jobbuf.jobs's, when its
+-- owner enabled its check on INSERT; jobbuf.queue_stats's).
 CREATE FUNCTION jobbuf.locked_queue(queue text)
 RETURNS jobbuf.queues LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
