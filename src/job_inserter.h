@@ -7,7 +7,10 @@
 // Taken only while jobbuf.jobs is as the extension created it (its one trigger is the validation
 // trigger and fires, no rules, no row security, the extension's columns and types, no deferrable
 // unique index): a table changed by its owner, or session_replication_role = replica, gets the
-// SQL path (stage_function.cpp) instead. Column defaults are the extension's on this path.
+// SQL path (stage_function.cpp) instead. Column defaults are the extension's on this path. The
+// foreign key jobs (queue) -> queues (name) is not checked here (the queue is validated like the
+// trigger does, under this path's lock on jobbuf.jobs), whether or not its owner enabled the key's
+// check on INSERT, which the extension creates disabled (00_schema.sql).
 #pragma once
 #include "pg_includes.h"
 

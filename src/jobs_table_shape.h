@@ -1,9 +1,12 @@
 // Postgres regime: whether jobbuf.jobs is still exactly as the extension created it. The direct
 // paths that bypass SQL (the staging insert, the drain's take) rely on it: a table whose owner
 // added triggers, rules, row security or changed columns gets the SQL statements instead, so
-// that everything the owner added keeps working.
+// that everything the owner added keeps working. The staging trigger, which runs on every table
+// shape, finds the columns it reads by name and refuses a column whose type is not the extension's.
 #pragma once
 #include "pg_includes.h"
+
+#include "job_validation.h"
 
 extern "C" {
 #include "utils/rel.h"
@@ -13,7 +16,14 @@ extern "C" {
 // companion (its sequence, an index). nullptr, with nothing opened, when either is missing.
 Relation open_jobs_table(const char* companion, Oid* companion_oid);
 
-// True when rel (jobbuf.jobs) is a plain table with no rules and no row security, whose only
-// trigger is the extension's validation trigger (enabled as created), and whose columns have the
-// extension's names and types.
+// True when rel (jobbuf.jobs) is a plain table with no rules and no row security, whose columns
+// have the extension's names and types, whose only foreign key is the extension's own (queue
+// references jobbuf.queues; 1.1, absent under the 1.0 SQL), and whose only triggers are the
+// extension's validation trigger (enabled as created) and that foreign key's (its check on INSERT
+// disabled as created, or enabled again by the owner).
 bool jobs_table_is_pristine(Relation rel);
+
+// The attribute number of the extension's column in desc (jobbuf.jobs as it is now, whatever its
+// owner changed): the column of that name. ERROR, naming the column and how to restore it, when it
+// is missing or its type is not the extension's.
+AttrNumber jobs_column_number(TupleDesc desc, JobsColumn column);

@@ -2,6 +2,14 @@
 // staging a job costs a hash lookup instead of a query. Any change to jobbuf.queues sends a
 // relcache invalidation for that table, which every backend receives before its next use of the
 // jobs table; the callback marks the cache stale.
+//
+// Why an entry can be trusted: every caller holds a lock on jobbuf.jobs (it is inserting into it),
+// and jobbuf_drop_queue takes SHARE ROW EXCLUSIVE on jobbuf.jobs before it deletes the queue, so
+// no drop commits while a stager holds its lock, and a stager that acquires its lock after a drop
+// has committed has received the drop's invalidation (acquiring a lock processes them). A miss is
+// read with a snapshot taken now, after that lock, not with the statement's or the transaction's
+// snapshot: a READ COMMITTED statement that started before the drop, or a REPEATABLE READ
+// transaction, would still see the dropped queue, and would cache it for later transactions too.
 #include "pg_includes.h"
 
 #include "name_hash.h"
@@ -11,10 +19,12 @@ extern "C" {
 #include "catalog/namespace.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 }
 
 struct QueueCacheEntry {
@@ -53,14 +63,14 @@ static void reset_cache(void)
     queue_cache_stale = false;
 }
 
-static bool fetch_queue_traits(const char* queue, QueueTraits* traits)
+static SPIPlanPtr prepared_lookup(void)
 {
-    SPI_connect();
     if (lookup_plan == nullptr) {
         Oid argtypes[1] = {TEXTOID};
         SPIPlanPtr plan = SPI_prepare(
-            "SELECT target = 'sidekiq' AND coalesce(options->>'delivery', 'each') = 'each'"
-            " FROM jobbuf.queues WHERE name = $1",
+            "SELECT q.target OPERATOR(pg_catalog.=) 'sidekiq'"
+            " AND coalesce(q.options OPERATOR(pg_catalog.->>) 'delivery', 'each') OPERATOR(pg_catalog.=) 'each'"
+            " FROM jobbuf.queues q WHERE q.name OPERATOR(pg_catalog.=) $1",
             1, argtypes);
         if (plan == nullptr)
             elog(ERROR, "jobbuf: could not prepare the queue lookup: %s",
@@ -68,8 +78,21 @@ static bool fetch_queue_traits(const char* queue, QueueTraits* traits)
         SPI_keepplan(plan);
         lookup_plan = plan;
     }
+    return lookup_plan;
+}
+
+// The lookup runs inside the producer's statement, as the producer: with search_path pinned to
+// pg_catalog, pg_temp for its duration (and schema-qualified), so that nothing a database owner
+// created in public or in the caller's schemas is picked by it, whoever stages.
+static bool fetch_queue_traits(const char* queue, QueueTraits* traits)
+{
+    int search_path_level = NewGUCNestLevel();
+    (void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+                             GUC_ACTION_SAVE, true, 0, false);
+    SPI_connect();
     Datum args[1] = {CStringGetTextDatum(queue)};
-    int rc = SPI_execute_plan(lookup_plan, args, nullptr, true, 1);
+    int rc = SPI_execute_snapshot(prepared_lookup(), args, nullptr, GetLatestSnapshot(), InvalidSnapshot,
+                                  true, false, 1);
     if (rc != SPI_OK_SELECT)
         elog(ERROR, "jobbuf: queue lookup failed: %s", SPI_result_code_string(rc));
     bool found = SPI_processed == 1;
@@ -79,6 +102,7 @@ static bool fetch_queue_traits(const char* queue, QueueTraits* traits)
         traits->sidekiq_each = !isnull && DatumGetBool(d);
     }
     SPI_finish();
+    AtEOXact_GUC(true, search_path_level);  // an ERROR before this restores it at abort
     return found;
 }
 

@@ -1,7 +1,10 @@
 // Postgres regime: jobbuf_stage, the producer's entry point, in C. Jobs go through the direct
 // insert path (job_inserter.h); a job with a unique_key, or a jobs table changed by its owner,
 // goes through a kept SQL INSERT instead (with ON CONFLICT DO NOTHING for the unique_key), where
-// the jobs trigger validates and notes it.
+// the jobs trigger validates and notes it. Those statements name every function and operator
+// schema-qualified, so that nothing a database owner created in the caller's search_path is
+// picked by them; they keep the caller's search_path, as an INSERT the caller wrote would, for the
+// triggers an owner may have added to jobbuf.jobs.
 #include "pg_includes.h"
 
 #include "job_inserter.h"
@@ -53,12 +56,12 @@ Datum stage_with_sql(FunctionCallInfo fcinfo, Datum payload, bool payload_null)
     SPIPlanPtr plan =
         unique ? kept_plan(&insert_unique_plan,
                            "INSERT INTO jobbuf.jobs (queue, payload, run_at, unique_key, partition_key)"
-                           " VALUES ($1, $2, coalesce($3, now()), $4, $5)"
+                           " VALUES ($1, $2, coalesce($3, pg_catalog.now()), $4, $5)"
                            " ON CONFLICT DO NOTHING RETURNING id",
                            5, types)
                : kept_plan(&insert_plan,
                            "INSERT INTO jobbuf.jobs (queue, payload, run_at, unique_key, partition_key)"
-                           " VALUES ($1, $2, coalesce($3, now()), $4, $5) RETURNING id",
+                           " VALUES ($1, $2, coalesce($3, pg_catalog.now()), $4, $5) RETURNING id",
                            5, types);
     int rc = SPI_execute_plan(plan, values, nulls, false, 1);
     if (rc != SPI_OK_INSERT_RETURNING)

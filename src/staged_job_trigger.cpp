@@ -1,11 +1,14 @@
 // Postgres regime: the BEFORE INSERT trigger of jobbuf.jobs. Every staged job passes through it,
 // from jobbuf_stage or from a plain INSERT: it validates the row in the producer's transaction
 // (bad input is an error there, never a problem for the worker), fills defaults, and marks the
-// transaction so that its commit wakes the worker.
+// transaction so that its commit wakes the worker. It runs on whatever shape the table's owner
+// gave jobbuf.jobs, so it finds the columns it reads by name (jobs_table_shape.h), and refuses a
+// table whose columns it cannot read as the extension's.
 #include "pg_includes.h"
 
 #include "commit_wakeup.h"
 #include "job_validation.h"
+#include "jobs_table_shape.h"
 #include "queue_cache.h"
 
 extern "C" {
@@ -27,18 +30,23 @@ JOBBUF_SQL_FUNCTION(jobbuf_staged_job_trigger)
 
     TupleDesc desc = RelationGetDescr(trigger->tg_relation);
     HeapTuple row = trigger->tg_trigtuple;
+    AttrNumber queue_column = jobs_column_number(desc, kJobsQueue);
+    AttrNumber payload_column = jobs_column_number(desc, kJobsPayload);
+    AttrNumber run_at_column = jobs_column_number(desc, kJobsRunAt);
+    AttrNumber staged_at_column = jobs_column_number(desc, kJobsStagedAt);
+    AttrNumber id_column = jobs_column_number(desc, kJobsId);
 
     bool isnull = false;
-    Datum queue_datum = heap_getattr(row, kJobsQueue, desc, &isnull);
+    Datum queue_datum = heap_getattr(row, queue_column, desc, &isnull);
     char* queue = isnull ? nullptr : TextDatumGetCString(queue_datum);
     QueueTraits traits = staged_job_queue(queue);
-    Datum payload_datum = heap_getattr(row, kJobsPayload, desc, &isnull);
+    Datum payload_datum = heap_getattr(row, payload_column, desc, &isnull);
     check_staged_payload(queue, traits, isnull ? nullptr : DatumGetJsonbP(payload_datum));
 
     // An explicit NULL run_at or staged_at (ORMs send every column) means "now".
     bool run_at_null = false, staged_at_null = false;
-    (void) heap_getattr(row, kJobsRunAt, desc, &run_at_null);
-    (void) heap_getattr(row, kJobsStagedAt, desc, &staged_at_null);
+    (void) heap_getattr(row, run_at_column, desc, &run_at_null);
+    (void) heap_getattr(row, staged_at_column, desc, &staged_at_null);
     if (run_at_null || staged_at_null) {
         int natts = desc->natts;
         Datum* values = static_cast<Datum*>(palloc0(sizeof(Datum) * natts));
@@ -46,17 +54,17 @@ JOBBUF_SQL_FUNCTION(jobbuf_staged_job_trigger)
         bool* replace = static_cast<bool*>(palloc0(sizeof(bool) * natts));
         Datum now = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
         if (run_at_null) {
-            values[kJobsRunAt - 1] = now;
-            replace[kJobsRunAt - 1] = true;
+            values[run_at_column - 1] = now;
+            replace[run_at_column - 1] = true;
         }
         if (staged_at_null) {
-            values[kJobsStagedAt - 1] = now;
-            replace[kJobsStagedAt - 1] = true;
+            values[staged_at_column - 1] = now;
+            replace[staged_at_column - 1] = true;
         }
         row = heap_modify_tuple(row, desc, values, nulls, replace);
     }
 
-    Datum id = heap_getattr(row, kJobsId, desc, &isnull);
+    Datum id = heap_getattr(row, id_column, desc, &isnull);
     note_jobs_staged(queue, isnull ? 0 : DatumGetInt64(id));
     return PointerGetDatum(row);
 }

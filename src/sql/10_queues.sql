@@ -134,11 +134,13 @@ BEGIN
     RETURN q;
 END $$;
 
--- The same, locked for an administrative change.
+-- The same, locked for an administrative change. FOR NO KEY UPDATE: it does not wait for the
+-- transactions that hold the row FOR KEY SHARE through a foreign key (jobbuf.jobs's, when its
+-- owner enabled its check on INSERT; jobbuf.queue_stats's).
 CREATE FUNCTION jobbuf.locked_queue(queue text)
 RETURNS jobbuf.queues LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    PERFORM 1 FROM jobbuf.queues q WHERE q.name = queue FOR UPDATE;
+    PERFORM 1 FROM jobbuf.queues q WHERE q.name = queue FOR NO KEY UPDATE;
     RETURN jobbuf.known_queue(queue);
 END $$;
 
