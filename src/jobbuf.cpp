@@ -5,7 +5,7 @@
 
 #include "commit_wakeup.h"
 #include "drop_database_guard.h"
-#include "queue_cache.h"
+#include "staging/queue_cache.h"
 #include "settings.h"
 #include "shared_state.h"
 

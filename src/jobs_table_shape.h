@@ -6,11 +6,16 @@
 #pragma once
 #include "pg_includes.h"
 
-#include "job_validation.h"
-
 extern "C" {
 #include "utils/rel.h"
 }
+
+// Column numbers of jobbuf.jobs (see 00_schema.sql), 1-based.
+enum JobsColumn {
+    kJobsId = 1, kJobsQueue, kJobsPayload, kJobsRunAt, kJobsUniqueKey, kJobsPartitionKey,
+    kJobsStagedAt, kJobsAttempts, kJobsLastError, kJobsGroupId, kJobsLeaseUntil,
+};
+constexpr int kJobsColumns = kJobsLeaseUntil;
 
 // Opens jobbuf.jobs with RowExclusiveLock and sets *companion_oid to the jobbuf relation named
 // companion (its sequence, an index). nullptr, with nothing opened, when either is missing.

@@ -6,9 +6,9 @@
 --    payload is valid for list and sidekiq queues).
 --  * bench.sql_ceiling(...): the SQL-only drain ceiling, the worker's SQL-path batch statement
 --    (same cursor / WHERE / ORDER BY / LIMIT / FOR UPDATE SKIP LOCKED / DELETE ... RETURNING /
---    projection as src/drain_batch.cpp, the fastest form of it we know) in batches, one
+--    projection as src/worker/drain_batch.cpp, the fastest form of it we know) in batches, one
 --    transaction per batch, nothing sent. The worker normally takes its batches without SQL
---    (src/job_taker.h); the SQL path is what it runs on a table its owner changed.
+--    (src/worker/job_taker.h); the SQL path is what it runs on a table its owner changed.
 CREATE SCHEMA bench;
 
 CREATE FUNCTION bench.payload(n bigint) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
@@ -26,7 +26,7 @@ CREATE TABLE bench.plain_jobs (LIKE jobbuf.jobs INCLUDING DEFAULTS INCLUDING IND
 CREATE SEQUENCE bench.plain_jobs_id_seq OWNED BY bench.plain_jobs.id;
 ALTER TABLE bench.plain_jobs ALTER COLUMN id SET DEFAULT nextval('bench.plain_jobs_id_seq');
 
--- Drains queue q of jobbuf.jobs with the worker's SQL-path statement (src/drain_batch.cpp: the same
+-- Drains queue q of jobbuf.jobs with the worker's SQL-path statement (src/worker/drain_batch.cpp: the same
 -- WHERE with the cursor, ORDER BY, LIMIT, FOR UPDATE SKIP LOCKED, DELETE ... RETURNING and
 -- projection), batch_size rows per transaction. Returns the jobs taken and the bytes of JSON
 -- text produced (so the projection is computed). To count them the DELETE sits in a CTE, which

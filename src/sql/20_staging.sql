@@ -17,7 +17,7 @@ CREATE TRIGGER queues_invalidate AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON
 -- Stages one job in the caller's transaction and returns its id. With a unique_key that is
 -- already waiting in the queue it stages nothing and returns NULL (ON CONFLICT DO NOTHING on
 -- jobs_unique_waiting: a concurrent stager of the same key waits for the first one's outcome).
--- In C (src/stage_function.cpp, src/job_inserter.cpp): the row is validated and inserted without
+-- In C (src/staging/stage_function.cpp, src/staging/job_inserter.cpp): the row is validated and inserted without
 -- a SQL statement; with a unique_key, or when jobbuf.jobs was altered, through a kept INSERT.
 CREATE FUNCTION jobbuf_stage(queue text, payload jsonb, run_at timestamptz DEFAULT NULL,
                              unique_key text DEFAULT NULL, partition_key text DEFAULT NULL)

@@ -5,7 +5,7 @@
 // Registered with BgWorkerStart_RecoveryFinished, it does nothing on a standby until promotion.
 #include "pg_includes.h"
 
-#include "problem_log.h"
+#include "worker/problem_log.h"
 #include "settings.h"
 #include "shared_state.h"
 

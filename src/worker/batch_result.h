@@ -3,7 +3,7 @@
 #pragma once
 #include "pg_includes.h"
 
-#include "latch_io_waiter.h"
+#include "worker/latch_io_waiter.h"
 #include "redis/drain_session.h"
 
 struct DrainContext {

@@ -1,7 +1,7 @@
 // Postgres regime: de-duplicated problem logging for the worker (see problem_log.h).
 #include "pg_includes.h"
 
-#include "problem_log.h"
+#include "worker/problem_log.h"
 #include "shared_state.h"
 
 extern "C" {

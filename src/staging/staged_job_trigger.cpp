@@ -7,9 +7,9 @@
 #include "pg_includes.h"
 
 #include "commit_wakeup.h"
-#include "job_validation.h"
+#include "staging/job_validation.h"
 #include "jobs_table_shape.h"
-#include "queue_cache.h"
+#include "staging/queue_cache.h"
 
 extern "C" {
 #include "access/htup_details.h"

@@ -14,7 +14,7 @@
 //    stricter default isolation level, statement, lock and idle timeouts.
 #include "pg_includes.h"
 
-#include "worker_session.h"
+#include "worker/worker_session.h"
 
 extern "C" {
 #include "utils/guc.h"

@@ -11,13 +11,13 @@
 // instead of pushing them again: the job reaches Redis once.
 #include "pg_includes.h"
 
-#include "active_queues.h"
-#include "delivery_stats.h"
-#include "drain_batch.h"
-#include "job_taker.h"
+#include "worker/active_queues.h"
+#include "worker/delivery_stats.h"
+#include "worker/drain_batch.h"
+#include "worker/job_taker.h"
 #include "settings.h"
-#include "taken_batch.h"
-#include "worker_transaction.h"
+#include "worker/taken_batch.h"
+#include "worker/worker_transaction.h"
 
 extern "C" {
 #include "catalog/pg_type.h"

@@ -3,9 +3,9 @@
 #pragma once
 #include "pg_includes.h"
 
-#include "active_queues.h"
-#include "batch_result.h"
-#include "queue_progress.h"
+#include "worker/active_queues.h"
+#include "worker/batch_result.h"
+#include "worker/queue_progress.h"
 
 // Runs one batch for queue q in its own transaction, taking only jobs with id > progress->after_id;
 // on delivery sets after_id to the last id taken, and notes the lowest id it left waiting in

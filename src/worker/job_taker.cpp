@@ -3,8 +3,7 @@
 
 #include <new>
 
-#include "job_taker.h"
-#include "job_validation.h"
+#include "worker/job_taker.h"
 #include "jsonb_text_size.h"
 #include "jobs_table_shape.h"
 

@@ -13,7 +13,7 @@
 #include "pg_includes.h"
 
 #include "name_hash.h"
-#include "queue_cache.h"
+#include "staging/queue_cache.h"
 
 extern "C" {
 #include "catalog/namespace.h"

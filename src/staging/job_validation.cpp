@@ -1,7 +1,7 @@
 // Postgres regime: validation of staged jobs (see job_validation.h).
 #include "pg_includes.h"
 
-#include "job_validation.h"
+#include "staging/job_validation.h"
 
 static bool jsonb_has_key_of_type(Jsonb* jb, const char* key, enum jbvType type)
 {

@@ -3,7 +3,7 @@
 #include "pg_includes.h"
 
 #include "name_hash.h"
-#include "queue_progress.h"
+#include "worker/queue_progress.h"
 
 extern "C" {
 #include "utils/hsearch.h"

@@ -7,8 +7,8 @@
 // triggers an owner may have added to jobbuf.jobs.
 #include "pg_includes.h"
 
-#include "job_inserter.h"
-#include "job_validation.h"
+#include "staging/job_inserter.h"
+#include "staging/job_validation.h"
 
 extern "C" {
 #include "catalog/pg_type.h"

@@ -6,9 +6,9 @@
 // claimed and pushed again (that expiry counts as an attempt).
 #include "pg_includes.h"
 
-#include "delivery_stats.h"
-#include "drain_group.h"
-#include "worker_transaction.h"
+#include "worker/delivery_stats.h"
+#include "worker/drain_group.h"
+#include "worker/worker_transaction.h"
 
 extern "C" {
 #include "catalog/pg_type.h"

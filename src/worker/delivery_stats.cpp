@@ -1,9 +1,9 @@
 // Postgres regime: per-queue and worker-wide delivery counters (see delivery_stats.h).
 #include "pg_includes.h"
 
-#include "delivery_stats.h"
+#include "worker/delivery_stats.h"
 #include "shared_state.h"
-#include "worker_transaction.h"
+#include "worker/worker_transaction.h"
 
 extern "C" {
 #include "catalog/pg_type.h"

@@ -11,7 +11,7 @@
 #pragma once
 #include "pg_includes.h"
 
-#include "taken_batch.h"
+#include "worker/taken_batch.h"
 
 // Takes up to limit ready jobs of queue with id > after_id (any run_at when sidekiq: Sidekiq
 // holds scheduled jobs itself) into *taken, in id order, and no more than bounds allow: the take

@@ -2,8 +2,8 @@
 #include "pg_includes.h"
 
 #include "commit_wakeup.h"
-#include "job_inserter.h"
-#include "job_validation.h"
+#include "staging/job_inserter.h"
+#include "staging/job_validation.h"
 #include "jobs_table_shape.h"
 
 extern "C" {

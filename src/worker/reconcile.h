@@ -4,7 +4,7 @@
 #pragma once
 #include "pg_includes.h"
 
-#include "batch_result.h"
+#include "worker/batch_result.h"
 
 // In its own transaction; returns the session's report. *done is false when the marker could
 // not be acted on yet (Redis failed, or jobbuf's tables are locked): the caller retries before

@@ -1,8 +1,8 @@
 // Postgres regime: marker reconciliation (see reconcile.h).
 #include "pg_includes.h"
 
-#include "reconcile.h"
-#include "worker_transaction.h"
+#include "worker/reconcile.h"
+#include "worker/worker_transaction.h"
 
 extern "C" {
 #include "catalog/pg_type.h"

@@ -1,7 +1,7 @@
 // Postgres regime: transaction brackets and plan preparation for the drain worker.
 #include "pg_includes.h"
 
-#include "worker_transaction.h"
+#include "worker/worker_transaction.h"
 
 extern "C" {
 #include "access/xact.h"

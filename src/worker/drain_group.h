@@ -3,8 +3,8 @@
 #pragma once
 #include "pg_includes.h"
 
-#include "active_queues.h"
-#include "batch_result.h"
+#include "worker/active_queues.h"
+#include "worker/batch_result.h"
 
 // Full when a group was pushed, Empty when nothing could be claimed. Errors propagate.
 BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q);

@@ -6,7 +6,7 @@
 #include <new>
 #include <numeric>
 
-#include "taken_batch.h"
+#include "worker/taken_batch.h"
 
 extern "C" {
 #include "executor/tuptable.h"

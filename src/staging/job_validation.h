@@ -4,18 +4,11 @@
 #pragma once
 #include "pg_includes.h"
 
-#include "queue_cache.h"
+#include "staging/queue_cache.h"
 
 extern "C" {
 #include "utils/jsonb.h"
 }
-
-// Column numbers of jobbuf.jobs (see 00_schema.sql), 1-based.
-enum JobsColumn {
-    kJobsId = 1, kJobsQueue, kJobsPayload, kJobsRunAt, kJobsUniqueKey, kJobsPartitionKey,
-    kJobsStagedAt, kJobsAttempts, kJobsLastError, kJobsGroupId, kJobsLeaseUntil,
-};
-constexpr int kJobsColumns = kJobsLeaseUntil;
 
 // The traits of the queue a job names; ERROR when the name is NULL (nullptr) or unknown.
 QueueTraits staged_job_queue(const char* queue);

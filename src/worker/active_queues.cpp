@@ -1,11 +1,11 @@
 // Postgres regime: the worker's queue list and delivery identity (see active_queues.h).
 #include "pg_includes.h"
 
-#include "active_queues.h"
+#include "worker/active_queues.h"
 #include "commit_wakeup.h"
 #include "extension_version.h"
 #include "shared_state.h"
-#include "worker_transaction.h"
+#include "worker/worker_transaction.h"
 
 extern "C" {
 #include "access/xlog.h"

@@ -1,7 +1,7 @@
 // Postgres regime: LatchIoWaiter, socket waits through WaitLatchOrSocket (see latch_io_waiter.h).
 #include "pg_includes.h"
 
-#include "latch_io_waiter.h"
+#include "worker/latch_io_waiter.h"
 
 extern "C" {
 #include "pgstat.h"
