@@ -23,5 +23,3 @@ struct InstalledJobbuf {
 // Reads pg_extension (no SQL statement: nothing a role could shadow). Needs a transaction.
 InstalledJobbuf installed_jobbuf(void);
 
-// The hint every caller that needs the current SQL gives: run ALTER EXTENSION jobbuf UPDATE.
-#define JOBBUF_UPDATE_HINT "run ALTER EXTENSION jobbuf UPDATE in this database"

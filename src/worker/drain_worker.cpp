@@ -449,22 +449,6 @@ long drain_round(void)
     return locked_out ? kMinBackoffMs : sleep_ms;
 }
 
-// The worker's statements are prepared once, usually while jobbuf.jobs is nearly empty, and must
-// stay index-driven when a backlog builds up: a plan made for an empty table (sequential scan and
-// sort) makes every batch cost as much as the whole backlog. Only this process is affected.
-void use_index_plans(void)
-{
-    static const char* const settings[][2] = {
-        {"enable_seqscan", "off"},   {"enable_bitmapscan", "off"}, {"enable_hashjoin", "off"},
-        {"enable_mergejoin", "off"}, {"plan_cache_mode", "force_generic_plan"},
-        // The disabled plan shapes carry huge costs, which would make every batch pay for a JIT
-        // compilation; the worker's statements are short and never profit from JIT.
-        {"jit", "off"},
-    };
-    for (const auto& setting : settings)
-        SetConfigOption(setting[0], setting[1], PGC_SUSET, PGC_S_OVERRIDE);
-}
-
 }  // namespace
 
 extern "C" PGDLLEXPORT void jobbuf_drain_main(Datum arg);
@@ -489,7 +473,6 @@ void jobbuf_drain_main(Datum arg)
     worker_client_name(state->client_name, sizeof(state->client_name));
 
     pin_worker_session();
-    use_index_plans();
     on_shmem_exit(unpublish_worker, (Datum) 0);
     publish_worker();
     apply_settings();

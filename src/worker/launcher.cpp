@@ -34,26 +34,31 @@ constexpr int kMinRestartDelayMs = 1000;
 constexpr int kMaxRestartDelayMs = 60 * 1000;
 constexpr int kHealthyRunMs = 60 * 1000;
 
+enum class DatabaseState { Missing, ClosedToConnections, Ready };
+
 // Without a database connection only shared catalogs are readable, and only by heap scan (as the
-// logical replication launcher reads pg_subscription).
-bool database_exists(const char* name)
+// logical replication launcher reads pg_subscription). A database that allows no connections
+// (ALTER DATABASE ... ALLOW_CONNECTIONS false, which its owner may do) would make every start of
+// the worker fail: the launcher waits instead.
+DatabaseState database_state(const char* name)
 {
     SetCurrentStatementStartTimestamp();
     StartTransactionCommand();
     PushActiveSnapshot(GetTransactionSnapshot());
-    bool exists = false;
+    DatabaseState state = DatabaseState::Missing;
     Relation rel = table_open(DatabaseRelationId, AccessShareLock);
     TableScanDesc scan = table_beginscan_catalog(rel, 0, nullptr);
     HeapTuple tuple;
-    while (!exists && (tuple = heap_getnext(scan, ForwardScanDirection)) != nullptr) {
+    while (state == DatabaseState::Missing && (tuple = heap_getnext(scan, ForwardScanDirection)) != nullptr) {
         auto* db = reinterpret_cast<Form_pg_database>(GETSTRUCT(tuple));
-        exists = strcmp(NameStr(db->datname), name) == 0 && db->datconnlimit != DATCONNLIMIT_INVALID_DB;
+        if (strcmp(NameStr(db->datname), name) == 0 && db->datconnlimit != DATCONNLIMIT_INVALID_DB)
+            state = db->datallowconn ? DatabaseState::Ready : DatabaseState::ClosedToConnections;
     }
     table_endscan(scan);
     table_close(rel, AccessShareLock);
     PopActiveSnapshot();
     CommitTransactionCommand();
-    return exists;
+    return state;
 }
 
 bool start_drain_worker(BackgroundWorkerHandle** handle)
@@ -121,10 +126,13 @@ void jobbuf_launcher_main(Datum arg)
             }
             bool paused = jobbuf_shared && jobbuf_shared->pause_until > now;
             if (now >= next_start && !paused) {
-                if (!database_exists(jobbuf_database)) {
+                DatabaseState database = database_state(jobbuf_database);
+                if (database != DatabaseState::Ready) {
                     char message[256];
                     snprintf(message, sizeof(message),
-                             "database \"%s\" (jobbuf.database) does not exist; the worker starts when it does",
+                             database == DatabaseState::Missing
+                                 ? "database \"%s\" (jobbuf.database) does not exist; the worker starts when it does"
+                                 : "database \"%s\" (jobbuf.database) does not allow connections; the worker starts when it does",
                              jobbuf_database);
                     report_problem(ProblemKind::Config, message);
                 } else if (!start_drain_worker(&handle)) {

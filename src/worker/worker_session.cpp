@@ -11,17 +11,86 @@
 //    schema-qualified as well, operators included, so neither defence depends on the other.
 //  * role = none: the worker acts as itself, not as a role an owner named with ALTER DATABASE SET;
 //  * the settings that would make every batch fail or wait: read-only default transactions, a
-//    stricter default isolation level, statement, lock and idle timeouts.
+//    stricter default isolation level, statement, lock and idle timeouts;
+//  * index plans: the worker's statements are prepared once, usually while jobbuf.jobs is nearly
+//    empty, and must stay index-driven when a backlog builds up (a plan made for an empty table,
+//    sequential scan and sort, makes every batch cost as much as the whole backlog); the disabled
+//    plan shapes carry huge costs, which would make every batch pay for a JIT compilation, and the
+//    worker's short statements never profit from JIT.
+// Only this process is affected. Before that, every setting that came from ALTER DATABASE / ALTER ROLE ... SET goes back to the
+// server's built-in default, whatever its name: session_authorization (the worker would act as
+// the owner and every batch be refused), exit_on_error (every caught error would end the worker:
+// a restart loop), synchronous_commit = off (a batch's delete could be lost in a crash after the
+// next unit overwrote the marker: a duplicate), planner switches, and whatever Postgres adds later.
 #include "pg_includes.h"
 
 #include "worker/worker_session.h"
 
 extern "C" {
+#include "access/xact.h"
+#include "catalog/pg_authid.h"
 #include "utils/guc.h"
+#include "utils/guc_tables.h"
 }
+
+namespace {
+
+bool set_by_database_or_role(const config_generic* var)
+{
+    return var->source == PGC_S_DATABASE || var->source == PGC_S_USER || var->source == PGC_S_DATABASE_USER;
+}
+
+// The built-in default of var as a setting's text, or nullptr when it has none to give.
+const char* built_in_default(config_generic* var, char* buffer, size_t len)
+{
+    switch (var->vartype) {
+    case PGC_BOOL:
+        return reinterpret_cast<config_bool*>(var)->boot_val ? "on" : "off";
+    case PGC_INT:
+        snprintf(buffer, len, "%d", reinterpret_cast<config_int*>(var)->boot_val);
+        return buffer;
+    case PGC_REAL:
+        snprintf(buffer, len, "%.17g", reinterpret_cast<config_real*>(var)->boot_val);
+        return buffer;
+    case PGC_STRING:
+        return reinterpret_cast<config_string*>(var)->boot_val;
+    case PGC_ENUM: {
+        auto* e = reinterpret_cast<config_enum*>(var);
+        return config_enum_lookup_by_value(e, e->boot_val);
+    }
+    }
+    return nullptr;
+}
+
+// Puts every setting that ALTER DATABASE / ALTER ROLE ... SET gave this session back to its
+// built-in default; session_authorization (no built-in value: the connecting user) back to the
+// bootstrap superuser the worker connected as. A setting that refuses is logged, not fatal.
+void drop_database_and_role_settings(void)
+{
+    StartTransactionCommand();  // some check hooks look up catalogs
+    struct config_generic** vars = get_guc_variables();
+    int count = GetNumConfigOptions();
+    for (int i = 0; i < count; i++) {
+        config_generic* var = vars[i];
+        if (!set_by_database_or_role(var) || (var->context != PGC_USERSET && var->context != PGC_SUSET))
+            continue;
+        char buffer[64];
+        const char* value = strcmp(var->name, "session_authorization") == 0
+                                ? GetUserNameFromId(BOOTSTRAP_SUPERUSERID, false)
+                                : built_in_default(var, buffer, sizeof(buffer));
+        if (value == nullptr)
+            value = "";
+        if (set_config_option(var->name, value, PGC_SUSET, PGC_S_OVERRIDE, GUC_ACTION_SET, true, WARNING, false) <= 0)
+            ereport(WARNING, (errmsg("jobbuf: the drain worker could not reset \"%s\", set for its database or role", var->name)));
+    }
+    CommitTransactionCommand();
+}
+
+}  // namespace
 
 void pin_worker_session(void)
 {
+    drop_database_and_role_settings();
     static const char* const settings[][2] = {
         {"search_path", "pg_catalog, pg_temp"},
         {"role", "none"},
@@ -30,6 +99,12 @@ void pin_worker_session(void)
         {"statement_timeout", "0"},
         {"lock_timeout", "0"},
         {"idle_in_transaction_session_timeout", "0"},
+        {"enable_seqscan", "off"},
+        {"enable_bitmapscan", "off"},
+        {"enable_hashjoin", "off"},
+        {"enable_mergejoin", "off"},
+        {"plan_cache_mode", "force_generic_plan"},
+        {"jit", "off"},
     };
     for (const auto& setting : settings)
         SetConfigOption(setting[0], setting[1], PGC_SUSET, PGC_S_OVERRIDE);
