@@ -3,6 +3,21 @@
 -- an updated 1.0 and a fresh 1.1 have the same catalog, and that jobs in every state survive.
 \echo Use "ALTER EXTENSION jobbuf UPDATE TO '1.1'" to load this file. \quit
 
+-- First, the library: 1.1's SQL needs the 1.1 library, and a server still running the 1.0 one
+-- (the new build installed, Postgres not yet restarted) would run 1.0's worker against 1.1's
+-- objects. Only 1.1 and later libraries export jobbuf_library_version, so creating it refuses
+-- the update in that case, with what to do. (src/sql/30_inspection.sql)
+DO $$
+BEGIN
+    CREATE FUNCTION jobbuf.library_version()
+    RETURNS text LANGUAGE c STABLE STRICT AS 'MODULE_PATHNAME', 'jobbuf_library_version';
+EXCEPTION WHEN undefined_function THEN
+    RAISE EXCEPTION 'jobbuf: the jobbuf library loaded in this server is older than 1.1'
+        USING ERRCODE = 'object_not_in_prerequisite_state',
+              HINT = 'install the new build, restart PostgreSQL (the library is loaded at server start), then run ALTER EXTENSION jobbuf UPDATE';
+END $$;
+REVOKE ALL ON FUNCTION jobbuf.library_version() FROM PUBLIC;
+
 -- Claims: serialized by row locks on jobbuf.claim_locks that only the extension's functions can
 -- take (instead of advisory locks any role could hold); jobbuf_claim refuses queues the worker
 -- delivers, whose group claims go through jobbuf.claim (schema jobbuf, owner only); every call

@@ -37,3 +37,14 @@ InstalledJobbuf installed_jobbuf(void)
     table_close(catalog, AccessShareLock);
     return found;
 }
+
+// jobbuf.library_version(): the SQL version the loaded library implements. Exported only by 1.1
+// and later libraries, so the update script, which creates it, fails while an older library is
+// loaded (ALTER EXTENSION jobbuf UPDATE before the restart that loads the new build).
+extern "C" {
+PG_FUNCTION_INFO_V1(jobbuf_library_version);
+PGDLLEXPORT Datum jobbuf_library_version(PG_FUNCTION_ARGS)
+{
+    PG_RETURN_TEXT_P(cstring_to_text(kJobbufSqlVersion));
+}
+}

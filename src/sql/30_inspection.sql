@@ -43,3 +43,8 @@ CREATE FUNCTION jobbuf_worker_status(
     OUT last_error text, OUT last_error_at timestamptz, OUT wakeups bigint, OUT batches bigint,
     OUT delivered bigint)
 RETURNS record LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'jobbuf_worker_status';
+
+-- The SQL version the loaded library implements (superusers only): after installing a new build,
+-- it shows whether Postgres was restarted to load it.
+CREATE FUNCTION jobbuf.library_version()
+RETURNS text LANGUAGE c STABLE STRICT AS 'MODULE_PATHNAME', 'jobbuf_library_version';

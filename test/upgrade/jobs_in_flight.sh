@@ -72,8 +72,12 @@ before=$(snapshot)
 check "jobs in every state before the update ($(jb_sql "SELECT count(*) FROM jobbuf.jobs") staged)" \
   [ "$(jb_sql "SELECT count(*) FILTER (WHERE group_id = '$claimed') || ' ' || count(*) FILTER (WHERE attempts = 1 AND group_id IS NULL) || ' ' || count(*) FILTER (WHERE unique_key IS NOT NULL) FROM jobbuf.jobs")" = "3 3 1" ]
 
-# The new package, a restart: the 1.1 library runs on the 1.0 SQL.
+# The new package, a restart: the 1.1 library runs on the 1.0 SQL. An update before the restart
+# (the 1.0 library still loaded) is refused with what to do.
 make -C "$ROOT" -s install >/dev/null
+out=$(jb_psql -q -c "ALTER EXTENSION jobbuf UPDATE" 2>&1)
+expect_match "ALTER EXTENSION UPDATE before the restart is refused" "$out" "restart PostgreSQL"
+expect_eq "... and leaves 1.0 in place" "$(jb_sql "SELECT extversion FROM pg_extension WHERE extname = 'jobbuf'")" 1.0
 mark=$(log_mark)
 jb_pg_ctl restart
 # What the restarted server logged (the old one's shutdown lines excluded).
