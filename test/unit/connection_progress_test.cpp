@@ -12,6 +12,7 @@
 using namespace jobbuf::redis;
 using jobbuf::test::command;
 using jobbuf::test::connect_url;
+using jobbuf::test::elapsed_ms;
 using jobbuf::test::PollWaiter;
 using jobbuf::test::RedisServer;
 using jobbuf::test::ThrottledRelay;
@@ -44,12 +45,6 @@ protected:
     PollWaiter waiter_;
     std::string value_;
 };
-
-long elapsed_ms(std::chrono::steady_clock::time_point since)
-{
-    return static_cast<long>(
-        std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - since).count());
-}
 
 }  // namespace
 
