@@ -72,8 +72,9 @@ void jobbuf_define_settings(void)
     DefineCustomIntVariable(
         "jobbuf.batch_max_bytes",
         "Bytes of JSON text per batch: a batch ends before the job that would pass this bound.",
-        "Bounds the worker's memory whatever the payloads; a job larger than it goes alone in its batch.",
-        &jobbuf_batch_max_bytes, 16 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024, PGC_SIGHUP, GUC_UNIT_BYTE,
+        "Bounds the worker's memory whatever the payloads; a job larger than it goes alone in its batch. "
+        "At most 256MB: the batch text also holds one job of up to 512MB, and Postgres buffers stop at 1GB.",
+        &jobbuf_batch_max_bytes, 16 * 1024 * 1024, 64 * 1024, 256 * 1024 * 1024, PGC_SIGHUP, GUC_UNIT_BYTE,
         nullptr, nullptr, nullptr);
 
     DefineCustomIntVariable(

@@ -1,5 +1,6 @@
 // RedisConnection: a non-blocking TCP or unix socket that we own, every wait delegated to an
-// IoWaiter under one deadline per call, and hiredis's redisReader used only to parse replies.
+// IoWaiter under a deadline (one per connect; per stretch without progress in a round trip),
+// and hiredis's redisReader used only to parse replies.
 // Pure C++ regime: every entry point is noexcept and reports a RedisStatus.
 #include "redis/regime.h"
 
@@ -13,9 +14,11 @@
 
 #include <hiredis/hiredis.h>
 #include <hiredis/read.h>
+#include <linux/sockios.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -32,11 +35,42 @@ using Code = RedisStatus::Code;
 constexpr std::size_t kReadChunk = 256 * 1024;
 constexpr int kMaxIovecs = 64;
 
+// How long a call may still wait. A connect (with its AUTH and SELECT) has one limit for the whole
+// call. A round trip's limit restarts whenever it made progress: bytes written or read, or bytes
+// the peer took from the socket's outgoing queue (written bytes wait there, a whole send
+// buffer's worth on a slow link, before the peer reads them). A large transfer that keeps
+// moving never times out; a peer that stops taking or sending bytes does after timeout_ms.
 struct Deadline {
+    enum class Kind { WholeCall, NoProgress };
+
     Clock::time_point at;
     long timeout_ms;
+    Kind kind;
+    long queued_for_peer = 0;  // the outgoing queue when the limit last restarted
 
-    explicit Deadline(long ms) : at(Clock::now() + std::chrono::milliseconds(ms > 0 ? ms : 0)), timeout_ms(ms) {}
+    Deadline(long ms, Kind k) : at(limit_from_now(ms)), timeout_ms(ms), kind(k) {}
+
+    static Clock::time_point limit_from_now(long ms)
+    {
+        return Clock::now() + std::chrono::milliseconds(ms > 0 ? ms : 0);
+    }
+
+    // Called after bytes were written or read, with the outgoing queue's size then.
+    void progressed(long queued_now)
+    {
+        if (kind != Kind::NoProgress) return;
+        at = limit_from_now(timeout_ms);
+        queued_for_peer = queued_now;
+    }
+
+    // Called when the limit passed: true (and the limit restarts) if the peer took bytes from
+    // the outgoing queue meanwhile.
+    bool peer_took_bytes(long queued_now)
+    {
+        if (kind != Kind::NoProgress || queued_now >= queued_for_peer) return false;
+        progressed(queued_now);
+        return true;
+    }
 
     long remaining_ms() const
     {
@@ -70,6 +104,15 @@ std::string errno_text(int err)
     return std::string(std::strerror(err));
 }
 
+// Bytes written to fd that the peer has not taken yet (TCP: not acknowledged; unix socket: not
+// read). 0 if the kernel cannot tell, which only makes the round trip's limit stricter.
+long queued_for_peer(int fd)
+{
+    int queued = 0;
+    if (::ioctl(fd, SIOCOUTQ, &queued) != 0) return 0;
+    return queued;
+}
+
 std::string ms_text(long ms)
 {
     char buf[24];
@@ -90,7 +133,9 @@ RedisStatus wait_for(IoWaiter& waiter, int fd, bool for_read, bool for_write, co
     case WaitResult::TimedOut:
         break;
     }
-    return fail(Code::Timeout, (std::string("timed out after ") + ms_text(dl.timeout_ms) + " while " + doing).c_str());
+    std::string what = "timed out after " + ms_text(dl.timeout_ms) +
+                       (dl.kind == Deadline::Kind::NoProgress ? " without progress" : "") + " while " + doing;
+    return fail(Code::Timeout, what.c_str());
 }
 
 // Completes a non-blocking connect of fd to addr.
@@ -255,9 +300,10 @@ RedisStatus explain_closed_connection(int fd, redisReader* reader, std::size_t c
 }
 
 // Writes every piece of the batch and reads `count` replies, reading while it writes so that
-// neither side can block the other on a full socket buffer.
+// neither side can block the other on a full socket buffer. Every wait is bounded by dl, which
+// hears of each byte moved.
 RedisStatus round_trip(int fd, redisReader* reader, const CommandBatch& batch, std::size_t count,
-                       std::vector<RedisReply>* replies, const Deadline& dl, IoWaiter& waiter)
+                       std::vector<RedisReply>* replies, Deadline& dl, IoWaiter& waiter)
 {
     replies->clear();
     replies->reserve(count);
@@ -265,6 +311,7 @@ RedisStatus round_trip(int fd, redisReader* reader, const CommandBatch& batch, s
     std::size_t piece = 0, off = 0;  // the next byte to send: pieces[piece][off]
     std::unique_ptr<char[]> buf;
     for (;;) {
+        bool moved = false;
         while (piece < pieces.size()) {
             iovec iov[kMaxIovecs];
             int n_iov = 0;
@@ -279,6 +326,7 @@ RedisStatus round_trip(int fd, redisReader* reader, const CommandBatch& batch, s
             msg.msg_iovlen = static_cast<std::size_t>(n_iov);
             ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
             if (n >= 0) {
+                moved = moved || n > 0;
                 std::size_t sent = static_cast<std::size_t>(n);
                 while (piece < pieces.size() && sent >= pieces[piece].size() - off) {
                     sent -= pieces[piece].size() - off;
@@ -300,6 +348,7 @@ RedisStatus round_trip(int fd, redisReader* reader, const CommandBatch& batch, s
             if (!buf) buf.reset(new char[kReadChunk]);
             ssize_t n = ::recv(fd, buf.get(), kReadChunk, 0);
             if (n > 0) {
+                moved = true;
                 if (redisReaderFeed(reader, buf.get(), static_cast<std::size_t>(n)) != REDIS_OK)
                     return fail(Code::ProtocolError, "unparsable reply from Redis", reader->errstr);
                 RedisStatus st = take_replies(reader, count, replies);
@@ -319,8 +368,10 @@ RedisStatus round_trip(int fd, redisReader* reader, const CommandBatch& batch, s
         bool want_read = replies->size() < count;
         bool want_write = piece < pieces.size();
         if (!want_read && !want_write) return RedisStatus::success();
+        if (moved) dl.progressed(queued_for_peer(fd));
         RedisStatus st = wait_for(waiter, fd, want_read, want_write, dl,
                                   want_write ? "sending to Redis" : "waiting for Redis to reply");
+        if (st.code == Code::Timeout && dl.peer_took_bytes(queued_for_peer(fd))) continue;
         if (!st.ok()) return st;
     }
 }
@@ -358,7 +409,7 @@ RedisStatus RedisConnection::connect(const RedisEndpoint& endpoint, long timeout
 {
     close();
     try {
-        Deadline dl(timeout_ms);
+        Deadline dl(timeout_ms, Deadline::Kind::WholeCall);
         int fd = -1;
         RedisStatus st = endpoint.kind == RedisEndpoint::Kind::Unix ? connect_unix(endpoint, dl, waiter, &fd)
                                                                     : connect_tcp(endpoint, dl, waiter, &fd);
@@ -409,8 +460,9 @@ RedisStatus RedisConnection::execute(const CommandBatch& batch, std::vector<Redi
     try {
         if (fd_ < 0) return fail(Code::IoError, "not connected to Redis");
         std::vector<RedisReply> scratch;
+        Deadline dl(timeout_ms, Deadline::Kind::NoProgress);
         RedisStatus st = round_trip(fd_, static_cast<redisReader*>(reader_), batch, batch.command_count(),
-                                    replies != nullptr ? replies : &scratch, Deadline(timeout_ms), waiter);
+                                    replies != nullptr ? replies : &scratch, dl, waiter);
         if (!st.ok()) close();
         return st;
     } catch (...) {

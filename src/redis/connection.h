@@ -22,8 +22,10 @@ public:
     RedisStatus connect(const RedisEndpoint& endpoint, long timeout_ms, IoWaiter& waiter) noexcept;
 
     // Writes every command of the batch and reads exactly one reply per command, in order.
-    // timeout_ms bounds the whole round trip. Any non-Ok status closes the connection (the
-    // stream position is unknown after a partial exchange).
+    // timeout_ms bounds each wait for progress: the call times out only after timeout_ms in
+    // which no byte was written or read, so a large batch that keeps moving always completes.
+    // Any non-Ok status closes the connection (the stream position is unknown after a partial
+    // exchange).
     RedisStatus execute(const CommandBatch& batch, std::vector<RedisReply>* replies,
                         long timeout_ms, IoWaiter& waiter) noexcept;
 

@@ -28,6 +28,8 @@ refused jobbuf.batch_size "'many'" 'invalid value for parameter "jobbuf.batch_si
 refused jobbuf.batch_size "100000000000" "exceeds integer range"
 refused jobbuf.batch_max_bytes "'1kB'" "outside the valid range"
 refused jobbuf.batch_max_bytes "0" "outside the valid range"
+refused jobbuf.batch_max_bytes "'257MB'" "outside the valid range"
+refused jobbuf.batch_max_bytes "'1GB'" "outside the valid range"
 refused jobbuf.batch_max_bytes "'2GB'" "exceeds integer range"
 refused jobbuf.batch_max_bytes "'lots'" 'invalid value for parameter "jobbuf.batch_max_bytes"'
 refused jobbuf.poll_interval "'-1s'" "outside the valid range"
@@ -44,6 +46,10 @@ for url in "'http://x'" "'redis://h:0'" "'redis://h:70000'" "'redis://:pw@'" "''
     "'redis://[::1'" "'unix://'" "'redis://h:6379/0?x=%zz'" "'redis://%zz@h'" "' redis://h'"; do
   refused jobbuf.redis_url "$url" 'invalid value for parameter "jobbuf.redis_url"'
 done
+top_out=$(jb_psql -qtAX -c "ALTER SYSTEM SET jobbuf.batch_max_bytes = '256MB'" 2>&1) \
+  && pass "jobbuf.batch_max_bytes = '256MB' (the top of its range) accepted" \
+  || fail "jobbuf.batch_max_bytes = '256MB' refused: $top_out"
+jb_psql -qtAX -c "ALTER SYSTEM RESET jobbuf.batch_max_bytes" >/dev/null
 detail=$(jb_psql -qtAX -c "ALTER SYSTEM SET jobbuf.redis_url = 'redis://h:70000'" 2>&1 | grep -i DETAIL || true)
 expect_match "a refused jobbuf.redis_url comes with a DETAIL that explains it" "$detail" "DETAIL: +[A-Za-z]"
 say "for example: $(sed -E 's/ +/ /g' <<<"$detail")"

@@ -10,6 +10,7 @@
 using namespace jobbuf::redis;
 using jobbuf::test::command;
 using jobbuf::test::connect_url;
+using jobbuf::test::elapsed_ms;
 using jobbuf::test::InterruptingWaiter;
 using jobbuf::test::PollWaiter;
 using jobbuf::test::RedisServer;
@@ -22,12 +23,6 @@ protected:
     RedisServer server_;
     PollWaiter waiter_;
 };
-
-long elapsed_ms(std::chrono::steady_clock::time_point since)
-{
-    return static_cast<long>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - since).count());
-}
 
 std::string client_info_field(RedisConnection& conn, const std::string& field)
 {

@@ -47,6 +47,12 @@ WaitResult InterruptingWaiter::wait(int fd, bool for_read, bool for_write, long 
     return WaitResult::Interrupted;
 }
 
+long elapsed_ms(std::chrono::steady_clock::time_point since)
+{
+    return static_cast<long>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - since).count());
+}
+
 int free_port()
 {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);

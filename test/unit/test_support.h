@@ -3,6 +3,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <chrono>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -29,6 +30,9 @@ private:
     int allowed_;
     PollWaiter poll_;
 };
+
+// Milliseconds since `since` on the steady clock.
+long elapsed_ms(std::chrono::steady_clock::time_point since);
 
 // A loopback TCP port nothing listens on (bound to port 0, read back, released).
 int free_port();
