@@ -84,7 +84,7 @@ void jobbuf_define_settings(void)
         nullptr, nullptr);
 
     DefineCustomIntVariable(
-        "jobbuf.redis_timeout", "Timeout of the worker's Redis connects and round trips.",
+        "jobbuf.redis_timeout", "Timeout of the worker's Redis connects, and of each wait for progress in a round trip.",
         nullptr, &jobbuf_redis_timeout, 2000, 10, 600 * 1000, PGC_SIGHUP, GUC_UNIT_MS, nullptr,
         nullptr, nullptr);
 
