@@ -159,11 +159,20 @@ BEGIN
     INSERT INTO jobbuf.queue_stats (queue) VALUES (queue);
 END $$;
 
+-- A change of delivery mode leaves the groups in flight leased, and says so: their consumers
+-- may be working on them, and can still read them (jobbuf_group) and finish them
+-- (jobbuf_complete, jobbuf_fail). Releasing them at once would deliver their jobs a second time
+-- while that work goes on; refusing the change would make it wait for every lease, which a
+-- consumer's heartbeat (jobbuf_extend) can prolong forever, and a switch away from group
+-- delivery is often made because its consumers fail. A lease that expires is handled the new way:
+-- its jobs are claimed again as a group, or released by the worker and delivered one by one.
 CREATE FUNCTION jobbuf_alter_queue(queue text, options jsonb)
 RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     q jobbuf.queues := jobbuf.locked_queue(queue);
     merged jsonb;
+    delivery text;
+    leased bigint;
 BEGIN
     IF options IS NULL OR jsonb_typeof(options) <> 'object' THEN
         RAISE EXCEPTION 'jobbuf: queue options must be a JSON object'
@@ -172,6 +181,18 @@ BEGIN
     -- A JSON null removes an option; anything else replaces it.
     merged := jsonb_strip_nulls(q.options || options);
     UPDATE jobbuf.queues SET options = jobbuf.checked_options(q.target, merged) WHERE name = q.name;
+    delivery := coalesce(merged->>'delivery', 'each');
+    IF q.target <> 'none' AND delivery <> coalesce(q.options->>'delivery', 'each') THEN
+        SELECT pg_catalog.count(DISTINCT j.group_id) INTO leased FROM jobbuf.jobs j
+        WHERE j.queue = q.name AND j.group_id IS NOT NULL AND j.lease_until > pg_catalog.now();
+        IF leased > 0 THEN
+            RAISE NOTICE 'jobbuf: queue %: % groups in flight keep their lease', pg_catalog.quote_literal(q.name), leased
+                USING DETAIL = 'their consumers can still read them with jobbuf_group and finish them with jobbuf_complete or jobbuf_fail',
+                      HINT = CASE WHEN delivery = 'each'
+                                  THEN 'the jobs of a group whose lease expires are delivered one by one'
+                                  ELSE 'a group whose lease expires is claimed and delivered again as a group' END;
+        END IF;
+    END IF;
 END $$;
 
 CREATE FUNCTION jobbuf_drop_queue(queue text, force boolean DEFAULT false)

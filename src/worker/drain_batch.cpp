@@ -1,6 +1,7 @@
 // Postgres regime: one drain batch (see drain_batch.h).
 //
-// A batch is one Postgres transaction around one Redis unit:
+// A batch is one Postgres transaction around one Redis unit (the first batch of a full pass is
+// preceded by one that releases expired claims, expired_claims.h):
 //   1. delete the oldest ready jobs of a queue, skipping rows other transactions hold, and keep
 //      what Redis needs of them (job_taker.h; the SQL statement below when the table is not as
 //      the extension created it);
@@ -14,6 +15,7 @@
 #include "worker/active_queues.h"
 #include "worker/delivery_stats.h"
 #include "worker/drain_batch.h"
+#include "worker/expired_claims.h"
 #include "worker/job_taker.h"
 #include "settings.h"
 #include "worker/taken_batch.h"
@@ -167,6 +169,11 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
     bool sidekiq = q->spec.kind == static_cast<int>(jobbuf::redis::QueueTarget::Kind::Sidekiq);
     TakeBounds bounds = {static_cast<size_t>(jobbuf_batch_max_bytes),
                          Min(jobbuf::redis::drain_session_max_bulk_bytes(ctx->session), kMaxJobTextBytes)};
+
+    // The first batch from a restarted cursor (a full pass) first hands the jobs of expired claims
+    // back to the drain, below the cursor if need be (expired_claims.h).
+    if (progress->restarted && !release_expired_claims(q, limit, progress, &result))
+        return result;
 
     TakenBatch taken;
     for (;;) {
