@@ -18,7 +18,6 @@ extern "C" {
 namespace {
 
 SPIPlanPtr queues_plan = nullptr;
-char schema_name[NAMEDATALEN * 2 + 3];
 char marker_key_buffer[128];
 char installed_version[NAMEDATALEN];
 
@@ -29,11 +28,6 @@ ActiveQueue* list_queues = nullptr;
 int list_count = 0;
 
 }  // namespace
-
-const char* extension_schema(void)
-{
-    return schema_name;
-}
 
 const char* installed_extension_version(void)
 {
@@ -86,10 +80,7 @@ static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
             "  coalesce((q.options OPERATOR(pg_catalog.->>) 'sidekiq_version')::int, 7),"
             "  coalesce((q.options OPERATOR(pg_catalog.->>) 'batch_size')::int, 0),"
             "  (q.options OPERATOR(pg_catalog.->>) 'delivery') OPERATOR(pg_catalog.=) 'group',"
-            "  coalesce(q.options OPERATOR(pg_catalog.->>) 'group_class', ''),"
-            "  (SELECT pg_catalog.quote_ident(n.nspname) FROM pg_catalog.pg_extension e"
-            "     JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace"
-            "    WHERE e.extname OPERATOR(pg_catalog.=) 'jobbuf')"
+            "  coalesce(q.options OPERATOR(pg_catalog.->>) 'group_class', '')"
             " FROM jobbuf.queues q"
             " WHERE NOT q.paused AND q.target OPERATOR(pg_catalog.=) ANY ('{list,stream,sidekiq}'::pg_catalog.text[])"
             " ORDER BY q.name",
@@ -119,9 +110,6 @@ static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
         Datum group = SPI_getbinval(tuple, desc, 9, &isnull);
         q->group_delivery = !isnull && DatumGetBool(group);
         q->group_class = MemoryContextStrdup(cxt, TextDatumGetCString(SPI_getbinval(tuple, desc, 10, &isnull)));
-        Datum schema = SPI_getbinval(tuple, desc, 11, &isnull);
-        if (!isnull)
-            strlcpy(schema_name, TextDatumGetCString(schema), sizeof(schema_name));
     }
     commit_worker_transaction();
     *queues = list;

@@ -35,9 +35,6 @@ bool active_queues_changed(void);
 // Makes the next current_active_queues reload (after a database error, for instance).
 void forget_active_queues(void);
 
-// The extension's schema, quoted, as of the last load ("" before).
-const char* extension_schema(void);
-
 // The batch marker's key, unique to this cluster, database and installation of the extension
 // (job ids start again at 1 after DROP EXTENSION; the old marker must not name the new jobs).
 // As of the last load ("" before).

@@ -12,8 +12,6 @@
 
 extern "C" {
 #include "catalog/pg_type.h"
-#include "nodes/value.h"
-#include "parser/parse_func.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/uuid.h"
@@ -27,39 +25,19 @@ namespace {
 
 SPIPlanPtr group_plan = nullptr;
 SPIPlanPtr release_plan = nullptr;
-// What group_plan was built for: the internal claim, or (1.0 schema) the quoted extension schema
-// whose jobbuf_claim it calls.
-bool group_plan_internal = false;
-char group_plan_schema[NAMEDATALEN * 2 + 3];
-
-// Whether the database has the internal claim function jobbuf.claim (schema 1.1 on).
-bool internal_claim_installed(void)
-{
-    List* name = list_make2(makeString(pstrdup("jobbuf")), makeString(pstrdup("claim")));
-    return OidIsValid(LookupFuncName(name, -1, nullptr, true));
-}
 
 // The worker claims groups through jobbuf.claim: schema jobbuf belongs to the extension's owner,
 // while the extension's own schema (normally public) is the database owner's, who could add a
-// function there that a call by name would pick. A database still on 1.0's SQL has only
-// jobbuf_claim: it is called in the extension's schema with its exact argument types (nothing
-// that someone else creates there can then be chosen over it; at worst the call fails as
-// ambiguous). Every function and operator is schema-qualified (see worker_session.cpp).
-void prepare_group_plan(const char* quoted_schema)
+// function there that a call by name would pick. (The worker drains only databases with the SQL
+// of its own version, see extension_version.h, so jobbuf.claim is there.) Every function and
+// operator is schema-qualified (see worker_session.cpp).
+void prepare_group_plan(void)
 {
-    bool internal = internal_claim_installed();
-    if (group_plan != nullptr && internal == group_plan_internal &&
-        (internal || strcmp(group_plan_schema, quoted_schema) == 0))
+    if (group_plan != nullptr)
         return;
-    if (group_plan != nullptr) {
-        SPI_freeplan(group_plan);
-        group_plan = nullptr;
-    }
     Oid types[4] = {TEXTOID, INT4OID, BOOLOID, TEXTOID};
-    char* claim = internal ? pstrdup("jobbuf.claim(jobbuf.known_queue($1), $2, NULL::pg_catalog.text)")
-                           : psprintf("%s.jobbuf_claim($1, $2, NULL::pg_catalog.text)", quoted_schema);
-    char* sql = psprintf(
-        "WITH claimed AS (SELECT * FROM %s),"
+    const char* sql =
+        "WITH claimed AS (SELECT * FROM jobbuf.claim(jobbuf.known_queue($1), $2, NULL::pg_catalog.text)),"
         " g AS (SELECT c.group_id, pg_catalog.array_agg(c.id ORDER BY c.id) AS ids,"
         "              pg_catalog.min(c.staged_at) AS staged_at FROM claimed c GROUP BY c.group_id)"
         // The message's identity (Sidekiq jid, stream field id) comes from the group id, so that
@@ -70,11 +48,8 @@ void prepare_group_plan(const char* quoted_schema)
         "  CASE WHEN $3 THEN pg_catalog.jsonb_build_object('class', $4, 'args', pg_catalog.jsonb_build_array(g.group_id))"
         "       ELSE pg_catalog.jsonb_build_object('group_id', g.group_id, 'ids', pg_catalog.to_jsonb(g.ids)) END::text,"
         "  extract(epoch FROM g.staged_at)::float8, pg_catalog.cardinality(g.ids), g.group_id"
-        " FROM g",
-        claim);
+        " FROM g";
     group_plan = prepare_kept(sql, 4, types);
-    group_plan_internal = internal;
-    strlcpy(group_plan_schema, quoted_schema, sizeof(group_plan_schema));
 }
 
 }  // namespace
@@ -87,7 +62,7 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
     // 1. Claim and commit, so that the consumer that pops the message sees the group.
     if (!begin_delivery_transaction("jobbuf: claiming a group", &result))
         return result;
-    prepare_group_plan(extension_schema());
+    prepare_group_plan();
     Datum args[4] = {CStringGetTextDatum(q->name), Int32GetDatum(q->batch_size), BoolGetDatum(sidekiq),
                      CStringGetTextDatum(q->group_class)};
     char nulls[4] = {' ', static_cast<char>(q->batch_size > 0 ? ' ' : 'n'), ' ', ' '};
