@@ -22,15 +22,21 @@
 --
 -- Serialization without waiting: the two rules that span several claims (one group in flight
 -- per partition, at most max_in_flight groups per queue) need claimers of the same partition or
--- queue to take turns. They do so with row try-locks (FOR UPDATE SKIP LOCKED) on a slot of
--- jobbuf.claim_locks: a claimer that finds the slot taken treats the partition (or the queue) as
--- busy — exactly what it is — and moves on (or returns nothing), as SKIP LOCKED does for rows.
--- Each rule is re-checked in a statement that starts after the lock is held, so it sees every
--- claim committed before. Only the extension's owner can lock those rows (row locks need UPDATE
--- on the table, which nobody is granted): unlike advisory locks, which every role shares, no
--- other role can hold a slot to stop claims. A slot is chosen by a hash of the queue (or queue
--- and partition); a collision only makes a claimer skip a partition for one claim transaction.
---
+-- queue to take turns. They do so with row try-locks (FOR UPDATE SKIP LOCKED) on jobbuf.claim_locks:
+-- a claimer that finds the row taken treats the partition (or the queue) as busy — exactly what
+-- it is — and moves on (or returns nothing), as SKIP LOCKED does for rows. Each rule is re-checked
+-- in a statement that starts after the lock is held, so it sees every claim committed before.
+-- The rows belong to one queue each (created with the queue, deleted with it): the queue's own
+-- row (max_in_flight) and 256 partition slots (hashtext(partition_key) & 255; a collision only
+-- makes a claimer skip a partition for one claim transaction). Only the extension's owner can
+-- lock them (row locks need UPDATE on the table, which nobody is granted), and a consumer takes
+-- them only through claims of a queue it may claim, so whatever it holds (an open transaction
+-- that claimed many partitions) blocks claims of that queue alone: never another queue, never
+-- the worker's group delivery (jobbuf_claim refuses the queues the worker delivers). A claim of
+-- one partition locks its slot only once it saw a ready job there and no group in flight, so
+-- claims of partitions that are empty or made up hold nothing. The common claim (no
+-- max_in_flight, jobs without partition key) locks no slot at all.
+
 -- Who claims: jobbuf_claim serves consumers of queues with target none. The jobs of list,
 -- stream and sidekiq queues belong to the worker, which pushes them to Redis; a consumer that
 -- claimed (and completed) them would take them from their Redis consumers, so jobbuf_claim
@@ -39,23 +45,57 @@
 -- their consumers read the group they were sent with jobbuf_group and finish it with
 -- jobbuf_complete / jobbuf_fail.
 
--- One try-lock slot per row; claims lock slot hashtext(key) & 4095 for the length of their
--- transaction. Part of the extension (not dumped: CREATE EXTENSION fills it).
+-- The claim slots of each queue: slot -1 is the queue's own (max_in_flight), slots 0-255 its
+-- partitions'. Part of the extension, not dumped: the trigger below fills them whenever a queue
+-- row is inserted (jobbuf_create_queue, or a backup restoring jobbuf.queues).
 CREATE TABLE jobbuf.claim_locks (
-    slot integer PRIMARY KEY,
-    CONSTRAINT claim_locks_slot_range CHECK (slot >= 0 AND slot < 4096)
+    queue text NOT NULL REFERENCES jobbuf.queues (name) ON DELETE CASCADE,
+    slot  integer NOT NULL,
+    PRIMARY KEY (queue, slot),
+    CONSTRAINT claim_locks_slot_range CHECK (slot >= -1 AND slot < 256)
 );
-COMMENT ON TABLE jobbuf.claim_locks IS 'row locks that serialize claims of one partition or of one max_in_flight queue; never written after CREATE EXTENSION';
-INSERT INTO jobbuf.claim_locks (slot) SELECT pg_catalog.generate_series(0, 4095);
+COMMENT ON TABLE jobbuf.claim_locks IS 'row locks that serialize the claims of one partition or of one max_in_flight queue: slot -1 is the queue''s own, 0-255 its partitions''; one set per queue, never written but by queue creation';
 
--- Takes the claim slot of key without waiting; false when another transaction holds it.
-CREATE FUNCTION jobbuf.try_claim_lock(key text)
+-- Creates the claim slots of a queue (those it lacks). Run by the trigger below; the extension's
+-- owner runs it by hand only to repair a jobbuf.claim_locks that lost rows.
+CREATE FUNCTION jobbuf.add_claim_locks(queue_name text)
+RETURNS void LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    INSERT INTO jobbuf.claim_locks (queue, slot)
+    SELECT queue_name, s.slot FROM pg_catalog.generate_series(-1, 255) s (slot)
+    ON CONFLICT DO NOTHING;
+$$;
+
+CREATE FUNCTION jobbuf.queue_claim_locks_trigger()
+RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM jobbuf.add_claim_locks(NEW.name);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER queues_claim_locks AFTER INSERT ON jobbuf.queues
+    FOR EACH ROW EXECUTE FUNCTION jobbuf.queue_claim_locks_trigger();
+
+-- Takes a claim slot of the queue without waiting: the queue's own slot when part is NULL, else
+-- the partition's. False when another transaction holds it (or the queue was dropped meanwhile).
+-- A slot that does not exist is an error: claims would otherwise stop without a word.
+CREATE FUNCTION jobbuf.try_claim_lock(queue_name text, part text)
 RETURNS boolean LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    wanted constant integer := CASE WHEN part IS NULL THEN -1 ELSE pg_catalog.hashtext(part) & 255 END;
 BEGIN
     PERFORM 1 FROM jobbuf.claim_locks l
-    WHERE l.slot = pg_catalog.hashtext(key) & 4095
+    WHERE l.queue = queue_name AND l.slot = wanted
     FOR UPDATE SKIP LOCKED;
-    RETURN FOUND;
+    IF FOUND THEN
+        RETURN true;
+    END IF;
+    IF EXISTS (SELECT 1 FROM jobbuf.claim_locks l WHERE l.queue = queue_name AND l.slot = wanted)
+       OR NOT EXISTS (SELECT 1 FROM jobbuf.queues q WHERE q.name = queue_name) THEN
+        RETURN false;  -- held by another claim, or the queue was dropped meanwhile
+    END IF;
+    RAISE EXCEPTION 'jobbuf: claim lock % of queue % is missing', wanted, pg_catalog.quote_literal(queue_name)
+        USING ERRCODE = 'object_not_in_prerequisite_state',
+              DETAIL = 'jobbuf.claim_locks lost rows (emptied or edited by hand); claims that need them cannot take turns',
+              HINT = 'as the extension''s owner, run: SELECT jobbuf.add_claim_locks(name) FROM jobbuf.queues';
 END $$;
 
 CREATE FUNCTION jobbuf.checked_group_id(group_id uuid)
@@ -179,6 +219,19 @@ RETURNS boolean LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
                      AND j.partition_key = $2);
 $$;
 
+-- True when a claim of the partition could take something: it has a ready job (waiting and
+-- due, or with an expired lease) and no group in flight. Checked before its slot is locked.
+CREATE FUNCTION jobbuf.partition_claimable(queue text, part text)
+RETURNS boolean LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT (EXISTS (SELECT 1 FROM jobbuf.jobs j
+                    WHERE j.queue = $1 AND j.group_id IS NULL AND j.partition_key = $2
+                      AND j.run_at <= pg_catalog.now())
+            OR EXISTS (SELECT 1 FROM jobbuf.jobs j
+                       WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until <= pg_catalog.now()
+                         AND j.partition_key = $2 AND j.run_at <= pg_catalog.now()))
+       AND NOT jobbuf.partition_in_flight($1, $2);
+$$;
+
 -- Moves to jobbuf.dead the jobs of the queue whose lease expired for the last allowed time
 -- (attempts + 1 >= max_attempts), so that no claim hands them out again. Skips locked rows.
 CREATE FUNCTION jobbuf.bury_abandoned(q jobbuf.queues)
@@ -241,7 +294,7 @@ BEGIN
     PERFORM jobbuf.bury_abandoned(q);
 
     IF max_groups IS NOT NULL THEN
-        IF NOT jobbuf.try_claim_lock(q.name) THEN
+        IF NOT jobbuf.try_claim_lock(q.name, NULL) THEN
             RETURN;  -- another claim of this queue is deciding right now
         END IF;
         IF (SELECT pg_catalog.count(DISTINCT j.group_id) FROM jobbuf.jobs j
@@ -251,8 +304,15 @@ BEGIN
     END IF;
 
     IF wanted_partition IS NOT NULL THEN
-        IF NOT jobbuf.try_claim_lock(q.name || '/' || wanted_partition)
-           OR jobbuf.partition_in_flight(q.name, wanted_partition) THEN
+        IF NOT jobbuf.partition_claimable(q.name, wanted_partition) THEN
+            RETURN;  -- nothing to take: no slot is locked for it
+        END IF;
+        IF NOT jobbuf.try_claim_lock(q.name, wanted_partition) THEN
+            RETURN;  -- another claim of this partition (or of one sharing its slot) is deciding
+        END IF;
+        -- A statement of its own, so that its snapshot is taken after the lock is held: it sees
+        -- the group of a claim that committed just before (the rule re-checked, as above).
+        IF jobbuf.partition_in_flight(q.name, wanted_partition) THEN
             RETURN;
         END IF;
         RETURN QUERY EXECUTE jobbuf.claim_statement(true, by_run_at)
@@ -262,7 +322,7 @@ BEGIN
 
     FOR candidate IN EXECUTE jobbuf.claim_candidates_statement(by_run_at) USING q.name LOOP
         IF candidate.part IS NOT NULL THEN
-            CONTINUE WHEN NOT jobbuf.try_claim_lock(q.name || '/' || candidate.part);
+            CONTINUE WHEN NOT jobbuf.try_claim_lock(q.name, candidate.part);
             CONTINUE WHEN jobbuf.partition_in_flight(q.name, candidate.part);
         END IF;
         RETURN QUERY EXECUTE jobbuf.claim_statement(candidate.part IS NOT NULL, by_run_at)

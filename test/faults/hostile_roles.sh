@@ -13,7 +13,11 @@
 #             DROP DATABASE of the worker's database, ten times; reads or stages jobs;
 #   producer  claims, deletes, locks rows of jobbuf's tables;
 #   consumer  claims the jobs of queues the worker delivers, calls the internal claim, locks
-#             jobbuf.claim_locks.
+#             jobbuf.claim_locks; claims thousands of partitions of its own queue (keys chosen to
+#             cover every slot of a database-wide table of 4096 claim slots keyed by
+#             hashtext(queue/partition), and every slot of its queue) and 5,000 made-up partitions
+#             of another, and stays idle in that transaction: delivery of a partitioned group
+#             delivery queue with max_in_flight goes on, and so do claims of other queues.
 # After the plants, the worker is restarted (so it plans its statements again in the hostile
 # database) and jobs of a list queue, a list queue and a Sidekiq queue with group delivery are
 # delivered; the marker table stays empty and no hostile role is a superuser.
@@ -83,6 +87,8 @@ SELECT public.jobbuf_create_queue('hl_group', 'list', '{"delivery": "group"}');
 SELECT public.jobbuf_create_queue('hl_skgroup', 'sidekiq', '{"delivery": "group", "group_class": "HostileGroupJob"}');
 SELECT public.jobbuf_create_queue('hl_flight', 'none', '{"max_in_flight": 2}');
 SELECT public.jobbuf_create_queue('hl_parts', 'none');
+SELECT public.jobbuf_create_queue('hl_pgroup', 'list', '{"delivery": "group", "max_in_flight": 10}');
+SELECT public.jobbuf_create_queue('hl_spray', 'none');
 SQL
 expect_eq "schema public belongs to the database owner" \
   "$(jb_sql "SELECT pg_has_role('hostile_owner', nspowner, 'USAGE') FROM pg_namespace WHERE nspname = 'public'")" t
@@ -236,6 +242,52 @@ expect_eq "partition A: the consumer claims while nobody holds its advisory key"
   "$(role_value hostile_consumer "SELECT string_agg(payload->>'n', ',' ORDER BY id) FROM public.jobbuf_claim('hl_parts', 10, 'A')")" "1,3"
 expect_eq "any partition: the consumer gets partition B" \
   "$(role_value hostile_consumer "SELECT string_agg(partition || ':' || (payload->>'n'), ',') FROM public.jobbuf_claim('hl_parts', 10, NULL::text)")" "B:2"
+
+# --- 3b. the consumer holds claim slots through claims of its own queue, idle in its transaction
+SPRAY_KEYS="SELECT DISTINCT ON (pg_catalog.hashtext('hl_spray/' || c.k) & 4095) c.k FROM (SELECT 'k' || g AS k FROM pg_catalog.generate_series(1, 100000) g) c
+            UNION SELECT DISTINCT ON (pg_catalog.hashtext(c.k) & 255) c.k FROM (SELECT 'k' || g AS k FROM pg_catalog.generate_series(1, 100000) g) c"
+expect_eq "the spray keys cover every slot of 4096 (by queue/partition) and every slot of the queue" \
+  "$(jb_sql "SELECT count(DISTINCT pg_catalog.hashtext('hl_spray/' || s.k) & 4095) || ' ' || count(DISTINCT pg_catalog.hashtext(s.k) & 255) FROM ($SPRAY_KEYS) s")" "4096 256"
+jb_sql "SELECT count(public.jobbuf_stage('hl_spray', '{}'::jsonb, partition_key => s.k)) FROM ($SPRAY_KEYS) s" >/dev/null
+psql -X -h "$JB_PGHOST" -p "$JB_PGPORT" -U hostile_consumer -d "$JB_DB" -qtAX >"$JB_RUN/spray.out" 2>"$JB_RUN/spray.err" <<SQL &
+BEGIN;
+SELECT count(*) AS own_partitions_claimed FROM ($SPRAY_KEYS) s, LATERAL public.jobbuf_claim('hl_spray', 1, s.k) c;
+SELECT count(*) AS made_up_partitions_claimed FROM pg_catalog.generate_series(1, 5000) g, LATERAL public.jobbuf_claim('hl_parts', 1, 'made-up-' || g) c;
+SELECT pg_catalog.pg_sleep(300);
+SQL
+track_pid $!
+if jb_wait_until '[ "$(jb_sql "SELECT count(*) FROM pg_stat_activity WHERE usename = '"'hostile_consumer'"' AND query LIKE '"'SELECT pg_catalog.pg_sleep(300)%'"'")" = 1 ]' 120; then
+  pass "the consumer claimed every sprayed partition and stays in its transaction ($(tr '\n' ' ' <"$JB_RUN/spray.out"))"
+else
+  fail "the consumer's spray did not finish in 120 s: $(cat "$JB_RUN/spray.out" "$JB_RUN/spray.err" | tr '\n' ' ' | cut -c1-300)"
+fi
+expect_eq "the consumer claimed a group in each sprayed partition and none in made-up ones" \
+  "$(tr '\n' ' ' <"$JB_RUN/spray.out")" "$(jb_sql "SELECT count(*) FROM ($SPRAY_KEYS) s") 0 "
+expect_eq "the consumer holds every partition slot of its own queue" \
+  "$(jb_sql "SELECT count(*) FROM (SELECT 1 FROM jobbuf.claim_locks l WHERE l.queue = 'hl_spray' AND l.slot >= 0 FOR UPDATE SKIP LOCKED) f")" 0
+as_role hostile_producer "SELECT public.jobbuf_stage('hl_pgroup', '{\"n\": 1}'::jsonb, partition_key => 'P1');
+                          SELECT public.jobbuf_stage('hl_pgroup', '{\"n\": 2}'::jsonb, partition_key => 'P2');
+                          SELECT public.jobbuf_stage('hl_pgroup', '{\"n\": 3}'::jsonb, partition_key => 'P1')" >/dev/null
+if jb_wait_until '[ "$(jb_redis LLEN jobbuf:hl_pgroup)" -ge 2 ]' 20; then
+  pass "while the consumer holds its slots, the worker delivers the groups of a partitioned max_in_flight queue"
+else
+  fail "while the consumer holds its slots, $(jb_redis LLEN jobbuf:hl_pgroup) group messages of hl_pgroup after 20 s, 2 expected"
+fi
+expect_eq "those groups are one per partition" \
+  "$(jb_sql "SELECT string_agg(partition_key || ':' || (payload->>'n'), ',' ORDER BY id) FROM jobbuf.jobs WHERE queue = 'hl_pgroup' AND group_id IS NOT NULL")" "P1:1,P2:2,P1:3"
+jb_psql -q -o /dev/null <<'SQL'
+SELECT public.jobbuf_stage('hl_flight', '{"n": 4}'::jsonb);
+SELECT public.jobbuf_stage('hl_parts', '{"n": 5}'::jsonb, partition_key => 'C');
+SELECT public.jobbuf_stage('hl_parts', '{"n": 6}'::jsonb, partition_key => 'D');
+SQL
+expect_eq "another consumer session claims a max_in_flight queue meanwhile" \
+  "$(role_value hostile_consumer "SELECT string_agg(payload->>'n', ',') FROM public.jobbuf_claim('hl_flight', 10, NULL::text)")" "4"
+expect_eq "and a partition the first session sprayed made-up keys on" \
+  "$(role_value hostile_consumer "SELECT string_agg(payload->>'n', ',') FROM public.jobbuf_claim('hl_parts', 10, 'C')")" "5"
+expect_eq "and the next partition of that queue" \
+  "$(role_value hostile_consumer "SELECT string_agg(partition || ':' || (payload->>'n'), ',') FROM public.jobbuf_claim('hl_parts', 10, NULL::text)")" "D:6"
+delivered "while the consumer holds its slots"
+jb_sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'hostile_consumer'" >/dev/null
 
 # --- 4. DROP DATABASE of the worker's database, refused, must not move the worker
 pid=$(worker_pid)

@@ -3,7 +3,7 @@
 -- Everything runs in one transaction, where now() stands still: leases and run_at are moved into
 -- the past with UPDATE instead of waiting. Queues have target none (the worker ignores them).
 BEGIN;
-SELECT plan(134);
+SELECT plan(144);
 
 CREATE TEMP TABLE claims (tag text, group_id uuid, id bigint, payload jsonb, attempts integer,
                           partition text, staged_at timestamptz);
@@ -300,6 +300,45 @@ INSERT INTO jobbuf.dead (id, queue, payload, staged_at, attempts) VALUES (-1, 't
 SELECT results_eq($$ SELECT ready, scheduled, claimed, dead FROM jobbuf_stats() WHERE queue = 'tc_stats' $$,
                   $$ VALUES (4::bigint, 1::bigint, 2::bigint, 1::bigint) $$,
                   'jobbuf_stats: ready (incl. expired leases), scheduled, claimed, dead');
+
+------------------------------------------------------------------ claim locks, per queue
+SELECT jobbuf_create_queue('tc_slots', 'none', '{"max_in_flight": 5}');
+SELECT results_eq($$ SELECT count(*)::int, min(slot), max(slot) FROM jobbuf.claim_locks WHERE queue = 'tc_slots' $$,
+                  $$ VALUES (257, -1, 255) $$, 'a new queue has its own claim slot and 256 partition slots');
+SELECT jobbuf_stage('tc_slots', '{"n": 1}'::jsonb, partition_key => 'P') IS NOT NULL;
+SELECT is(pg_temp.claim_into('sl0', 'tc_slots', 10, 'P'), 1, 'a partition claim takes turns on the queue''s own slots');
+-- Slot rows lost (a superuser emptied or edited the table); the savepoint puts them back afterwards.
+SAVEPOINT slots_lost;
+DELETE FROM jobbuf.claim_locks WHERE queue = 'tc_slots' AND slot = -1;
+SELECT throws_ok($$ SELECT * FROM jobbuf_claim('tc_slots') $$, '55000',
+                 'jobbuf: claim lock -1 of queue ''tc_slots'' is missing',
+                 'a max_in_flight claim without its slot row is an error, not an empty result');
+SELECT jobbuf.add_claim_locks('tc_slots');
+SELECT jobbuf_stage('tc_slots', '{"n": 2}'::jsonb, partition_key => 'Q') IS NOT NULL;
+DELETE FROM jobbuf.claim_locks WHERE queue = 'tc_slots' AND slot >= 0;
+SELECT throws_ok($$ SELECT * FROM jobbuf_claim('tc_slots', 10, 'Q') $$, '55000',
+                 format('jobbuf: claim lock %s of queue ''tc_slots'' is missing', hashtext('Q') & 255),
+                 'a partition claim without its slot row is an error');
+CREATE FUNCTION pg_temp.claim_error_hint(q text, part text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    hint text;
+BEGIN
+    PERFORM * FROM jobbuf_claim(q, 10, part);
+    RETURN NULL;
+EXCEPTION WHEN object_not_in_prerequisite_state THEN
+    GET STACKED DIAGNOSTICS hint = PG_EXCEPTION_HINT;
+    RETURN hint;
+END $$;
+SELECT is(pg_temp.claim_error_hint('tc_slots', 'Q'),
+          'as the extension''s owner, run: SELECT jobbuf.add_claim_locks(name) FROM jobbuf.queues',
+          'the error hints at the repair');
+SELECT lives_ok($$ SELECT jobbuf.add_claim_locks(name) FROM jobbuf.queues $$, 'the repair of the hint runs');
+SELECT is((SELECT count(*)::int FROM jobbuf.claim_locks WHERE queue = 'tc_slots'), 257, 'and restores the slots');
+SELECT is(pg_temp.claim_into('sl1', 'tc_slots', 10, 'Q'), 1, 'then the partition is claimed again');
+ROLLBACK TO SAVEPOINT slots_lost;
+SELECT is(pg_temp.claim_into('sl2', 'tc_slots', 10, 'nobody-stages-here'), 0, 'a claim of a partition without jobs returns nothing');
+SELECT jobbuf_drop_queue('tc_slots', true);
+SELECT is((SELECT count(*)::int FROM jobbuf.claim_locks WHERE queue = 'tc_slots'), 0, 'a dropped queue takes its claim slots along');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,6 +1,6 @@
 -- pgTAP: the privilege model (src/sql/90_privileges.sql), tried as the wrong roles.
 BEGIN;
-SELECT plan(38);
+SELECT plan(40);
 
 SELECT jobbuf_create_queue('priv_q', 'none');
 CREATE ROLE priv_producer LOGIN IN ROLE jobbuf_producer;
@@ -99,7 +99,14 @@ SET ROLE priv_admin;
 SELECT throws_ok($$ SELECT l.slot FROM jobbuf.claim_locks l LIMIT 1 FOR UPDATE $$, '42501', NULL,
                  'an admin cannot lock the claim slots');
 RESET ROLE;
-SELECT is((SELECT count(*)::int FROM jobbuf.claim_locks), 4096, 'jobbuf.claim_locks holds its 4096 slots');
+SELECT is((SELECT count(*)::int FROM jobbuf.claim_locks WHERE queue = 'priv_group'), 257,
+          'a queue has its 257 claim slots');
+SET ROLE priv_admin;
+SELECT throws_ok($$ SELECT jobbuf.add_claim_locks('priv_q') $$, '42501', NULL, 'an admin cannot add claim slots');
+RESET ROLE;
+SET ROLE priv_consumer;
+SELECT throws_ok($$ SELECT jobbuf.try_claim_lock('priv_q', NULL) $$, '42501', NULL, 'a consumer cannot take a claim slot directly');
+RESET ROLE;
 
 -- Anyone else: nothing, and the Redis URL (with its password) stays hidden.
 SET ROLE priv_nobody;
