@@ -46,18 +46,23 @@ wait_staged() {
   jb_wait_until "[ \"\$(jb_sql \"SELECT count(*) FROM jobbuf.jobs ${2:-}\")\" = $1 ]" "$PRECONDITION_TIMEOUT"
 }
 
-# worker_activity: the drain worker's state and query, e.g. "active|jobbuf: delivering a batch"
-# (an idle backend keeps showing its last query, hence the state).
+# worker_activity: the drain worker's state, query and wait event type, e.g.
+# "active|jobbuf: delivering a batch|Extension" (an idle backend keeps showing its last query).
 worker_activity() {
-  jb_sql "SELECT state || '|' || query FROM pg_stat_activity WHERE backend_type = 'jobbuf drain worker'"
+  jb_sql "SELECT state || '|' || query || '|' || coalesce(wait_event_type, '') FROM pg_stat_activity
+          WHERE backend_type = 'jobbuf drain worker'"
 }
 
+# in_batch: the worker is inside a batch's transaction (waiting on Redis, say).
 in_batch() {
-  jb_wait_until '[ "$(worker_activity)" = "active|jobbuf: delivering a batch" ]' "$PRECONDITION_TIMEOUT"
+  jb_wait_until '[ "$(worker_activity | cut -d"|" -f1,2)" = "active|jobbuf: delivering a batch" ]' "$PRECONDITION_TIMEOUT"
 }
 
+# worker_idle: the worker sleeps on its latch between rounds (idle, in a wait of its own); its
+# Redis round trips all happen while it is active or connecting, and a commit arriving during
+# one of them wakes the worker without being counted as a wake-up.
 worker_idle() {
-  jb_wait_until '[ "$(worker_activity | cut -d"|" -f1)" = idle ]' "$PRECONDITION_TIMEOUT"
+  jb_wait_until '[ "$(worker_activity | cut -d"|" -f1,3)" = "idle|Extension" ]' "$PRECONDITION_TIMEOUT"
 }
 
 wait_lock_waiter() {
