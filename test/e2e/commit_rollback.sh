@@ -9,9 +9,10 @@ source "$(dirname "$0")/tools/lib.sh"
 e2e_start "jobbuf.poll_interval = '30s'"
 jb_sql "SELECT jobbuf_create_queue('orders', 'list')" >/dev/null
 
-# Let the worker finish the round it runs at start-up (and the one the queue creation woke),
-# so that from here on only commits can wake it within the 30 s poll interval.
-sleep 0.5
+# Let the worker finish the round it runs at start-up (and the one the queue creation woke: it
+# connects to Redis then), so that from here on only commits can wake it within the 30 s poll.
+wait_redis_connected || fail "the worker did not connect to Redis once a queue existed"
+worker_idle || fail "the worker did not go back to sleep"
 wakeups_before=$(jb_sql "SELECT wakeups FROM jobbuf_worker_status()")
 
 # Job number n = 5 * (t - 1) + k for transaction t = 1..200, job k = 1..5.
