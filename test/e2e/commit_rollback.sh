@@ -9,9 +9,10 @@ source "$(dirname "$0")/tools/lib.sh"
 e2e_start "jobbuf.poll_interval = '30s'"
 jb_sql "SELECT jobbuf_create_queue('orders', 'list')" >/dev/null
 
-# Let the worker finish the round it runs at start-up (and the one the queue creation woke),
-# so that from here on only commits can wake it within the 30 s poll interval.
-sleep 0.5
+# Let the worker finish the round it runs at start-up (and the one the queue creation woke: it
+# connects to Redis then), so that from here on only commits can wake it within the 30 s poll.
+wait_redis_connected || fail "the worker did not connect to Redis once a queue existed"
+worker_idle || fail "the worker did not go back to sleep"
 wakeups_before=$(jb_sql "SELECT wakeups FROM jobbuf_worker_status()")
 
 # Job number n = 5 * (t - 1) + k for transaction t = 1..200, job k = 1..5.
@@ -34,11 +35,12 @@ jb_psql -q -o /dev/null -f "$JB_RUN/stage.sql"
 staged_at=$(now_ms)
 say "staged 200 transactions (20 rolled back) in $(( staged_at - start )) ms"
 
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:orders)" -ge 900 ]' 5; then
+if jb_wait_until '[ "$(jb_redis LLEN jobbuf:orders)" -ge 900 ]' 15; then
   pass "900 jobs in Redis $(( $(now_ms) - staged_at )) ms after the last commit (poll_interval is 30 s)"
 else
-  fail "only $(jb_redis LLEN jobbuf:orders) of 900 jobs in Redis 5 s after the last commit"
+  fail "only $(jb_redis LLEN jobbuf:orders) of 900 jobs in Redis 15 s after the last commit"
 fi
+wait_delivered 900 || fail "the worker did not count 900 deliveries"   # it pushes first, then commits
 sleep 0.5  # anything extra (a duplicate) would show up by now
 
 expect_eq "list length" "$(jb_redis LLEN jobbuf:orders)" 900

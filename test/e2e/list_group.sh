@@ -8,12 +8,14 @@
 # (nothing else in them); each names exactly the jobs jobbuf_group returns, readable as soon as
 # the message can be popped; the consumers complete them; every job exactly once, no rolled-back
 # job, jobbuf.jobs empty, delivered_total 500.
-# Part 2, queue `lgflaky` (visibility 2 s, batch_size 10): the consumer abandons the first delivery
-# of each job; after the lease the worker pushes a message with a NEW group id, attempts 1, and
-# the jobs are completed exactly once.
-# Part 3, queue `sg` (stream, visibility 2 s, no consumer): entries carry field payload
-# {"group_id", "ids"}; an unfinished group is XADDed again with a new group id, and its entry's
-# `id` field (the one consumers dedupe by) must then differ from the abandoned entry's.
+# Part 2, queue `lgflaky` (visibility 60 s, batch_size 10): the consumer abandons the first delivery
+# of each job; once the test expires the leases (an UPDATE of lease_until) the worker pushes a
+# message with a NEW group id, attempts 1, and the jobs are completed exactly once.
+# Part 3, queue `sg` (stream, visibility 60 s, no consumer): entries carry field payload
+# {"group_id", "ids"}; an unfinished group is XADDed again with a new group id once the test
+# expires its lease, and its entry's `id` field (the one consumers dedupe by) must then differ
+# from the abandoned entry's. (Leases are expired on purpose, never waited out: a lease short
+# enough to wait for could also run out while a slow machine is still working.)
 # Part 4, queue `race`: with the worker's claim slow to commit, the group message must not be
 # poppable before jobbuf_group can read the group.
 set -euo pipefail
@@ -48,8 +50,8 @@ trap 'exit 130' INT TERM
 
 jb_psql -q >/dev/null <<'SQL'
 SELECT jobbuf_create_queue('lg', 'list', '{"delivery": "group", "batch_size": 50, "key": "lg:groups"}');
-SELECT jobbuf_create_queue('lgflaky', 'list', '{"delivery": "group", "batch_size": 10, "visibility": 2}');
-SELECT jobbuf_create_queue('sg', 'stream', '{"delivery": "group", "batch_size": 5, "visibility": 2}');
+SELECT jobbuf_create_queue('lgflaky', 'list', '{"delivery": "group", "batch_size": 10, "visibility": 60}');
+SELECT jobbuf_create_queue('sg', 'stream', '{"delivery": "group", "batch_size": 5, "visibility": 60}');
 SQL
 
 RUN_LOG=$JB_RUN/consumed.jsonl
@@ -117,17 +119,23 @@ check "no job of a rolled-back transaction or savepoint was delivered" \
   rb_log_check '!runs.flat_map { |r| r["jobs"] }.any? { |j| j["payload"]["rolled_back"] }'
 check "jobbuf.jobs empty for lg, nothing dead" \
   [ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = 'lg'")/$(jb_sql "SELECT count(*) FROM jobbuf.dead")" = 0/0 ]
+# (the worker counts a group's delivery after its push, in a transaction of its own)
+jb_wait_until "[ \"\$(jb_sql \"SELECT delivered_total FROM jobbuf_stats() WHERE queue = 'lg'\")\" -ge 500 ]" 15 || true
 delivered=$(jb_sql "SELECT delivered_total FROM jobbuf_stats() WHERE queue = 'lg'")
 check "jobbuf_stats: delivered_total 500 for lg (got $delivered)" [ "$delivered" = 500 ]
 check "list lg:groups drained, default key jobbuf:lg unused" [ "$(jb_redis LLEN lg:groups)/$(jb_redis EXISTS jobbuf:lg)" = 0/0 ]
 
 # ---------------------------------------------------------------- part 2
-echo "# part 2: queue lgflaky (list jobbuf:lgflaky), 25 jobs, batch_size 10, visibility 2 s; first deliveries abandoned"
+echo "# part 2: queue lgflaky (list jobbuf:lgflaky), 25 jobs, batch_size 10, visibility 60 s; first deliveries abandoned"
 jb_psql -q >/dev/null <<'SQL'
 SELECT jobbuf_stage('lgflaky', jsonb_build_object('n', g)) FROM generate_series(1, 25) g;
 SQL
+jb_wait_until 'rb_log_check "runs.select { |r| r[\"key\"] == \"jobbuf:lgflaky\" && r[\"kind\"] == \"abandoned\" }.sum { |r| r[\"jobs\"].size } >= 25"' 20 || true
+read -r expired_jobs expired_at <<<"$(jb_sql "WITH u AS (UPDATE jobbuf.jobs SET lease_until = now() WHERE queue = 'lgflaky' RETURNING 1)
+  SELECT count(*) || ' ' || extract(epoch FROM now()) FROM u")"
+check "the 25 abandoned jobs held their leases until the test expired them ($expired_jobs)" [ "$expired_jobs" = 25 ]
 jb_wait_until 'rb_log_check "runs.select { |r| r[\"key\"] == \"jobbuf:lgflaky\" && r[\"kind\"] == \"completed\" }.sum { |r| r[\"completed\"] } >= 25"' 20 || true
-sleep 2.5   # longer than the lease: a third delivery would show up here
+sleep 1   # a third delivery would show up here
 echo "# lgflaky: $(rb_log 'runs.count { |r| r["key"] == "jobbuf:lgflaky" && r["kind"] == "abandoned" }') abandoned," \
      "$(rb_log 'runs.count { |r| r["key"] == "jobbuf:lgflaky" && r["kind"] == "completed" }') completed," \
      "$(rb_log 'runs.count { |r| r["key"] == "jobbuf:lgflaky" && r["kind"] == "empty" }') empty messages"
@@ -144,6 +152,8 @@ check "re-delivered under new group ids, attempts 1, last_error lease expired, c
 check "no third delivery, no message for an empty group" rb_log_check '
   r = runs.select { |r| r["key"] == "jobbuf:lgflaky" }
   r.none? { |x| x["kind"] == "empty" } && r.flat_map { |x| x["jobs"] }.group_by { |j| j["id"] }.values.all? { |v| v.size == 2 }'
+check "re-delivered only after the leases expired" rb_log_check "
+  runs.select { |r| r['key'] == 'jobbuf:lgflaky' && r['kind'] == 'completed' }.all? { |r| r['at'] >= $expired_at }"
 check "stale group ids fenced (jobbuf_complete 0, jobbuf_group empty)" rb_log_check '
   s = runs.select { |r| r["key"] == "jobbuf:lgflaky" && r["kind"] == "completed" }.flat_map { |r| r["stale"] || [] }
   !s.empty? && s.all? { |x| x["complete"] == 0 && x["group_rows"] == 0 }'
@@ -169,7 +179,7 @@ stream_entries() {
 }
 
 # ---------------------------------------------------------------- part 3
-echo "# part 3: queue sg (stream jobbuf:sg), 5 jobs, visibility 2 s, nobody completes the first group"
+echo "# part 3: queue sg (stream jobbuf:sg), 5 jobs, visibility 60 s, nobody completes the first group"
 jb_sql "SELECT count(jobbuf_stage('sg', jsonb_build_object('n', g))) FROM generate_series(1, 5) g" >/dev/null
 jb_wait_until '[ "$(jb_redis XLEN jobbuf:sg)" -ge 1 ]' 10 || true
 entries=$(stream_entries)
@@ -180,11 +190,11 @@ check "stream: the entry's payload is {group_id, ids} with the 5 job ids" ruby -
   exit(p.keys.sort == %w[group_id ids] && p["ids"].size == 5)' "$entries"
 gid1=$(ruby -rjson -e 'e = JSON.parse(ARGV[0]).first; print e ? JSON.parse(e["payload"])["group_id"] : ""' "$entries")
 # (waits for the claim to be visible: a message ahead of its claim's commit is part 4's subject)
-jb_wait_until "[ \"\$(jb_sql \"SELECT count(*) FROM jobbuf_group('${gid1:-00000000-0000-0000-0000-000000000000}')\")\" = 5 ]" 1 || true
+jb_wait_until "[ \"\$(jb_sql \"SELECT count(*) FROM jobbuf_group('${gid1:-00000000-0000-0000-0000-000000000000}')\")\" = 5 ]" 15 || true
 check "stream: jobbuf_group reads the same 5 ids while the lease holds" \
   [ "$(jb_sql "SELECT count(*) FROM jobbuf_group('${gid1:-00000000-0000-0000-0000-000000000000}')")" = 5 ]
-jb_wait_until '[ "$(jb_redis XLEN jobbuf:sg)" -ge 2 ]' 6 || true
-sleep 0.3
+jb_sql "UPDATE jobbuf.jobs SET lease_until = now() - interval '1 second' WHERE group_id = '${gid1:-00000000-0000-0000-0000-000000000000}'" >/dev/null
+jb_wait_until '[ "$(jb_redis XLEN jobbuf:sg)" -ge 2 ]' 15 || true
 entries=$(stream_entries)
 echo "# jobbuf:sg entries: $entries"
 check "stream: the unfinished group is XADDed again after its lease, same ids, new group id" ruby -rjson -e '
@@ -194,7 +204,7 @@ check "stream: the unfinished group is XADDed again after its lease, same ids, n
 check "stream: the re-delivered entry has a new field id (a consumer deduping by id would drop it otherwise)" ruby -rjson -e '
   es = JSON.parse(ARGV[0]); exit(es.size >= 2 && es[0]["id"] != es[1]["id"])' "$entries"
 gid2=$(ruby -rjson -e 'es = JSON.parse(ARGV[0]); print es.size >= 2 ? JSON.parse(es[1]["payload"])["group_id"] : ""' "$entries")
-jb_wait_until "[ \"\$(jb_sql \"SELECT count(*) FROM jobbuf.jobs WHERE group_id = '${gid2:-00000000-0000-0000-0000-000000000000}'\")\" = 5 ]" 2 || true
+jb_wait_until "[ \"\$(jb_sql \"SELECT count(*) FROM jobbuf.jobs WHERE group_id = '${gid2:-00000000-0000-0000-0000-000000000000}'\")\" = 5 ]" 15 || true
 check "stream: the new group completes its 5 jobs, the old one none" \
   [ "$(jb_sql "SELECT jobbuf_complete('${gid1:-00000000-0000-0000-0000-000000000000}')")/$(jb_sql "SELECT jobbuf_complete('${gid2:-00000000-0000-0000-0000-000000000000}')")" = 0/5 ]
 check "stream: jobbuf.jobs empty for sg" [ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = 'sg'")" = 0 ]
@@ -220,9 +230,9 @@ jb_redis DEL jobbuf_e2e:stop >/dev/null
 REDIS_URL="redis://127.0.0.1:$JB_REDIS_PORT/0" PGHOST="$JB_PGHOST" PGPORT="$JB_PGPORT" PGUSER=postgres \
 PGDATABASE="$JB_DB" ruby "$CONSUMER" "$RUN_LOG" jobbuf:race >>"$JB_RUN/consumer.out" 2>>"$JB_RUN/consumer.err" </dev/null &
 consumer_pids+=($!)
-sleep 0.5
+jb_wait_until '[[ "$(jb_redis CLIENT LIST)" == *cmd=blpop* ]]' 15 || true   # the consumer waits in BLPOP
 jb_sql "SELECT count(jobbuf_stage('race', jsonb_build_object('n', g))) FROM generate_series(1, 10) g" >/dev/null
-jb_wait_until 'rb_log_check "runs.select { |r| r[\"key\"] == \"jobbuf:race\" && r[\"kind\"] == \"completed\" }.sum { |r| r[\"completed\"] } >= 10"' 4 || true
+jb_wait_until 'rb_log_check "runs.select { |r| r[\"key\"] == \"jobbuf:race\" && r[\"kind\"] == \"completed\" }.sum { |r| r[\"completed\"] } >= 10"' 15 || true
 echo "# race: $(rb_log 'runs.select { |r| r["key"] == "jobbuf:race" }.map { |r| "#{r["kind"]}, first read #{r.key?("reread") ? "empty, 200 ms later #{r["reread"]} rows" : "#{r["jobs"].size} rows"}" }.join("; ")');" \
      "in Postgres: $(jb_sql "SELECT count(*) || ' jobs claimed, lease ' || coalesce(round(extract(epoch FROM max(lease_until) - now()))::text, '-') || ' s left' FROM jobbuf.jobs WHERE queue = 'race'")"
 check "race: the consumer found the group on its first read (message not pushed ahead of the claim's commit)" \

@@ -6,14 +6,14 @@ source "$(dirname "$0")/tools/lib.sh"
 
 e2e_start "jobbuf.poll_interval = '30s'"
 jb_sql "SELECT jobbuf_create_queue('orm', 'list')" >/dev/null
-sleep 0.5
+worker_idle || fail "the worker did not go back to sleep after the queue was created"
 
 t0=$(now_ms)
 jb_sql "INSERT INTO jobbuf.jobs (queue, payload) VALUES ('orm', '{\"n\": 1, \"via\": \"insert\"}')" >/dev/null
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:orm)" -ge 1 ]' 5; then
+if jb_wait_until '[ "$(jb_redis LLEN jobbuf:orm)" -ge 1 ]' 15; then
   pass "single-row INSERT delivered $(( $(now_ms) - t0 )) ms after its commit"
 else
-  fail "single-row INSERT not delivered within 5 s (poll_interval is 30 s: the commit did not wake the worker)"
+  fail "single-row INSERT not delivered within 15 s (poll_interval is 30 s: the commit did not wake the worker)"
 fi
 
 # ORM style: every column named, NULLs for the defaults; a multi-row insert; a rolled-back one.
@@ -26,8 +26,8 @@ INSERT INTO jobbuf.jobs (queue, payload) VALUES ('orm', '{"n": 999, "rolled_back
 ROLLBACK;
 SELECT jobbuf_stage('orm', '{"n": 53, "via": "stage"}'::jsonb);
 SQL
-jb_wait_until '[ "$(jb_redis LLEN jobbuf:orm)" -ge 53 ]' 5
-sleep 0.3
+jb_wait_until '[ "$(jb_redis LLEN jobbuf:orm)" -ge 53 ]' 15
+wait_staged 0 || fail "the worker did not commit the INSERTed jobs"   # it pushes first, then commits
 expect_eq "jobs in Redis" "$(jb_redis LLEN jobbuf:orm)" 53
 expect_eq "delivered in staging order, rolled-back INSERT absent" \
   "$(jb_redis LRANGE jobbuf:orm 0 -1 | ruby -rjson -ne 'print JSON.parse($_)["n"], " "')" "$(seq -s ' ' 1 53) "

@@ -8,7 +8,7 @@ source "$(dirname "$0")/tools/lib.sh"
 e2e_start "jobbuf.poll_interval = '200ms'"
 jb_sql "SELECT jobbuf_create_queue('m', 'list')" >/dev/null
 jb_sql "SELECT jobbuf_stage('m', jsonb_build_object('n', n, 'life', 1)) FROM generate_series(1, 50) n" >/dev/null
-jb_wait_until '[ "$(jb_redis LLEN jobbuf:m)" = 50 ]' 5
+jb_wait_until '[ "$(jb_redis LLEN jobbuf:m)" = 50 ]' 15
 expect_eq "first life: 50 delivered" "$(jb_redis LLEN jobbuf:m)" 50
 marker_key=$(jb_redis --scan --pattern 'jobbuf:marker:*' | head -n 1)
 say "marker $marker_key = $(jb_redis GET "$marker_key" | cut -c1-60)"
@@ -26,7 +26,7 @@ mark=$(log_mark)
 jb_redis CLIENT KILL TYPE normal >/dev/null
 sleep 0.5
 jb_sql "SELECT jobbuf_resume('m')" >/dev/null
-jb_wait_until '[ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" = 0 ]' 10
+jb_wait_until '[ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" = 0 ]' 15
 sleep 0.5
 second=$(jb_redis LRANGE jobbuf:m 0 -1 | grep -c '"life": 2' || true)
 expect_eq "second life: all 50 jobs delivered (none taken for already delivered)" "$second" 50

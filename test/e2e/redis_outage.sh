@@ -8,7 +8,8 @@ e2e_start "jobbuf.poll_interval = '200ms'
 jobbuf.redis_timeout = '500ms'"
 jb_sql "SELECT jobbuf_create_queue('work', 'list')" >/dev/null
 jb_sql "SELECT jobbuf_stage('work', '{\"n\": 0}'::jsonb)" >/dev/null
-jb_wait_until '[ "$(jb_redis LLEN jobbuf:work)" = 1 ]' 5
+jb_wait_until '[ "$(jb_redis LLEN jobbuf:work)" = 1 ]' 15
+wait_delivered 1 || fail "the worker did not commit job 0"
 expect_eq "before the outage: delivered, redis_connected" \
   "$(jb_redis LLEN jobbuf:work) $(jb_sql "SELECT redis_connected FROM jobbuf_worker_status()")" "1 t"
 
@@ -19,6 +20,7 @@ for t in 1 2 3 4 5 6; do
   jb_sql "SELECT count(jobbuf_stage('work', jsonb_build_object('n', n))) FROM generate_series($(( 50 * t - 49 )), $(( 50 * t ))) n" >/dev/null
   sleep 1
 done
+jb_wait_until "log_since $mark | grep -qE 'WARNING: +jobbuf:'" 15   # the worker tried, at least once
 expect_eq "jobs stay staged while Redis is down" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 300
 expect_eq "jobbuf_worker_status: redis_connected false, last_error set" \
   "$(jb_sql "SELECT redis_connected || ' ' || (last_error IS NOT NULL) FROM jobbuf_worker_status()")" "false true"
@@ -30,12 +32,13 @@ say "the WARNING: $(head -n 1 <<<"$warnings" | sed 's/.*WARNING: *//')"
 
 mark=$(log_mark)
 jb_restart_redis
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:work)" = 300 ]' 10; then
+if jb_wait_until '[ "$(jb_redis LLEN jobbuf:work)" = 300 ]' 15; then
   pass "all 300 staged jobs delivered after Redis came back"
 else
-  fail "$(jb_redis LLEN jobbuf:work) of 300 jobs in Redis 10 s after Redis came back"
+  fail "$(jb_redis LLEN jobbuf:work) of 300 jobs in Redis 15 s after Redis came back"
 fi
-sleep 0.5
+wait_staged 0 || fail "the worker did not commit the 300"   # it pushes first, then commits
+sleep 0.5   # a duplicate would show up here
 expect_eq "no duplicates, none lost (numbers 1..300 in order)" \
   "$(jb_redis LRANGE jobbuf:work 0 -1 | ruby -rjson -e 'puts STDIN.each_line.map { |l| JSON.parse(l)["n"] } == (1..300).to_a')" true
 expect_eq "jobbuf.jobs empty" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 0

@@ -11,7 +11,7 @@ jb_psql -q -o /dev/null <<'SQL'
 SELECT jobbuf_create_queue('big', 'list', '{"key": "rr:arrivals"}');
 SELECT jobbuf_create_queue('small', 'list', '{"key": "rr:arrivals"}');
 SQL
-sleep 0.3
+worker_idle || fail "the worker did not go back to sleep after the queues were created"
 jb_psql -q -o /dev/null <<'SQL'
 BEGIN;
 SELECT jobbuf_stage('big', jsonb_build_object('q', 'big', 'n', n)) FROM generate_series(1, 5000) n;
@@ -19,7 +19,7 @@ SELECT jobbuf_stage('small', jsonb_build_object('q', 'small', 'n', n)) FROM gene
 COMMIT;
 SQL
 jb_wait_until '[ "$(jb_redis LLEN rr:arrivals)" -ge 5005 ]' 20
-sleep 0.3
+wait_staged 0 || fail "the worker did not commit its last batch"   # it pushes first, then commits
 
 expect_eq "all delivered" "$(jb_redis LLEN rr:arrivals)" 5005
 positions=$(jb_redis LRANGE rr:arrivals 0 -1 | ruby -rjson -e '

@@ -9,16 +9,16 @@ start_extra_redis || { fail "second redis-server did not start"; e2e_done; }
 jb_sql "SELECT jobbuf_create_queue('cfg', 'list')" >/dev/null
 
 jb_sql "SELECT jobbuf_stage('cfg', '{\"n\": 1}'::jsonb)" >/dev/null
-jb_wait_until '[ "$(jb_redis LLEN jobbuf:cfg)" = 1 ]' 5
+jb_wait_until '[ "$(jb_redis LLEN jobbuf:cfg)" = 1 ]' 15
 expect_eq "first job goes to the first Redis" "$(jb_redis LLEN jobbuf:cfg)" 1
 
 # --- SIGHUP: a new redis_url takes effect for new jobs.
 jb_psql -q -o /dev/null -c "ALTER SYSTEM SET jobbuf.redis_url = 'redis://127.0.0.1:$EXTRA_REDIS_PORT/3'" \
   -c "SELECT pg_reload_conf()"
-jb_wait_until '[ "$(jb_sql "SHOW jobbuf.redis_url")" = "redis://127.0.0.1:'"$EXTRA_REDIS_PORT"'/3" ]' 5
+jb_wait_until '[ "$(jb_sql "SHOW jobbuf.redis_url")" = "redis://127.0.0.1:'"$EXTRA_REDIS_PORT"'/3" ]' 15
 sleep 0.5  # the worker processes the SIGHUP
 jb_sql "SELECT jobbuf_stage('cfg', jsonb_build_object('n', n)) FROM generate_series(2, 4) n" >/dev/null
-jb_wait_until '[ "$(redis-cli -p "$EXTRA_REDIS_PORT" -n 3 LLEN jobbuf:cfg)" = 3 ]' 5
+jb_wait_until '[ "$(redis-cli -p "$EXTRA_REDIS_PORT" -n 3 LLEN jobbuf:cfg)" = 3 ]' 15
 expect_eq "after reload: new jobs in the second Redis, db 3" \
   "$(redis-cli -p "$EXTRA_REDIS_PORT" -n 3 LRANGE jobbuf:cfg 0 -1 | tr '\n' ' ')" '{"n": 2} {"n": 3} {"n": 4} '
 expect_eq "after reload: the first Redis got nothing more" "$(jb_redis LLEN jobbuf:cfg)" 1
@@ -59,13 +59,13 @@ expect_eq "none of the refused values reached postgresql.auto.conf" \
 mark=$(log_mark)
 echo "jobbuf.redis_url = 'http://bad.example'" >>"$JB_PGDATA/postgresql.auto.conf"
 jb_sql "SELECT pg_reload_conf()" >/dev/null
-jb_wait_until '[ -n "$(log_since '"$mark"' | grep -E "jobbuf.redis_url")" ]' 5
+jb_wait_until '[ -n "$(log_since '"$mark"' | grep -E "jobbuf.redis_url")" ]' 15
 sleep 0.2
 expect_match "reload of a bad redis_url in a configuration file is logged with the reason" \
   "$(log_since "$mark" | grep -A1 -E 'jobbuf.redis_url' | head -n 2 | tr '\n' ' ')" 'invalid value for parameter "jobbuf.redis_url".*unsupported Redis URL'
 expect_eq "the effective redis_url is unchanged" "$(jb_sql "SHOW jobbuf.redis_url")" "redis://127.0.0.1:$EXTRA_REDIS_PORT/3"
 jb_sql "SELECT jobbuf_stage('cfg', '{\"n\": 5}'::jsonb)" >/dev/null
-jb_wait_until '[ "$(redis-cli -p "$EXTRA_REDIS_PORT" -n 3 LLEN jobbuf:cfg)" = 4 ]' 5
+jb_wait_until '[ "$(redis-cli -p "$EXTRA_REDIS_PORT" -n 3 LLEN jobbuf:cfg)" = 4 ]' 15
 expect_eq "the worker keeps delivering with the old value" "$(redis-cli -p "$EXTRA_REDIS_PORT" -n 3 LINDEX jobbuf:cfg -1)" '{"n": 5}'
 expect_eq "the worker is still running" "$(jb_sql "SELECT running FROM jobbuf_worker_status()")" t
 sed -i '$d' "$JB_PGDATA/postgresql.auto.conf"

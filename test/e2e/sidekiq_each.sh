@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 source test/harness/servers.sh
 source test/consumers/sidekiq/sidekiq.sh
-
+source test/harness/preconditions.sh
 source test/consumers/checks.sh
 
 # rb_expect RAW_JSON 'ruby condition over j (parsed) and raw (text)': true → exit 0.
@@ -228,6 +228,7 @@ check "failing job with retry: false was dropped by Sidekiq (not in retry, not i
   bash -c "! { redis-cli -p $JB_REDIS_PORT ZRANGE retry 0 -1; redis-cli -p $JB_REDIS_PORT ZRANGE dead 0 -1; } | grep -q boom-no-retry"
 
 check "queue:hard drained by Sidekiq" [ "$(jb_redis LLEN queue:hard)" = 0 ]
+wait_staged 0 "WHERE queue = 'hard'" || true   # the worker commits after its push
 check "no staged jobs left in Postgres for hard" [ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = 'hard'")" = 0 ]
 delivered=$(jb_sql "SELECT delivered_total FROM jobbuf_stats() WHERE queue = 'hard'")
 check "jobbuf_stats counts the 40 jobs delivered for hard (got $delivered)" [ "$delivered" = 40 ]

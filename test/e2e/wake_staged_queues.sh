@@ -10,25 +10,33 @@ e2e_start "jobbuf.poll_interval = '30s'"
 jb_psql -q -o /dev/null -c "SELECT jobbuf_create_queue('q' || n, 'list') FROM generate_series(1, 20) n"
 
 # Worker statistics reach pg_stat_user_indexes when the worker reports them, at most once a second,
-# after a transaction: deliver one job more than a second after the last one to flush.
-deliver_one() {  # deliver_one N: stage job N into q7 and wait until Redis has N jobs
+# after a transaction: deliver one job more than a second after the last one's commit to flush.
+delivered0=$(worker_status_value delivered)
+deliver_one() {  # deliver_one N: stage job N into q7, wait until Redis has N jobs (and the commit)
   jb_sql "SELECT jobbuf_stage('q7', jsonb_build_object('n', $1))" >/dev/null
-  jb_wait_until "[ \"\$(jb_redis LLEN jobbuf:q7)\" = $1 ]" 5 || fail "job $1 of q7 was not delivered"
+  jb_wait_until "[ \"\$(jb_redis LLEN jobbuf:q7)\" = $1 ]" 15 || fail "job $1 of q7 was not delivered"
+}
+committed() {  # committed N: wait until the worker committed (and reported) its batch of job N
+  wait_delivered $(( delivered0 + $1 )) || fail "the worker did not count job $1 of q7 as delivered"
 }
 waiting_scans() {
   jb_sql "SELECT idx_scan FROM pg_stat_user_indexes WHERE schemaname = 'jobbuf' AND indexrelname = 'jobs_waiting'"
 }
 deliver_one 1
+committed 1
 sleep 1.2
 deliver_one 2
+committed 2
 before=$(waiting_scans)
 
 for n in $(seq 3 12); do
   deliver_one "$n"
   sleep 0.05
 done
+committed 12
 sleep 1.2
 deliver_one 13
+committed 13
 after=$(waiting_scans)
 
 scans=$((after - before))
@@ -37,34 +45,31 @@ expect_eq "the other queues got nothing" "$(jb_redis KEYS 'jobbuf:q*' | sort | t
 
 # Out of id order: a transaction stages a job (lower id) and commits after later jobs of the same
 # queue were delivered; with a 30 s poll only the commit's own wake-up can deliver it.
-jb_psql -q -o /dev/null -c "BEGIN" -c "SELECT jobbuf_stage('q7', '{\"late\": true}'::jsonb)" \
-  -c "SELECT pg_sleep(1.5)" -c "COMMIT" &
-slow=$!
-sleep 0.3
+tx_open
+tx_run "BEGIN; SELECT jobbuf_stage('q7', '{\"late\": true}'::jsonb);" || fail "the late job was not staged"
 deliver_one 14
 deliver_one 15
-wait "$slow"
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:q7)" = 16 ]' 3; then
+committed 15
+tx_close || fail "the late job's transaction did not commit"
+if jb_wait_until '[ "$(jb_redis LLEN jobbuf:q7)" = 16 ]' 15; then
   pass "a job committed behind the delivered ones arrives at once (poll_interval 30 s)"
 else
-  fail "a job committed out of id order was not delivered within 3 s"
+  fail "a job committed out of id order was not delivered within 15 s (the poll is 30 s)"
 fi
 expect_eq "it is the late job" "$(jb_redis LINDEX jobbuf:q7 -1)" '{"late": true}'
 
 # A commit that finds jobbuf's tables locked by someone else's DDL is delivered as soon as the lock
 # goes, not at the next poll (30 s).
-jb_psql -q -o /dev/null -c "BEGIN" -c "LOCK TABLE jobbuf.queue_stats IN ACCESS EXCLUSIVE MODE" \
-  -c "SELECT pg_sleep(1.5)" -c "COMMIT" &
-locker=$!
-sleep 0.3
+tx_open
+tx_run "BEGIN; LOCK TABLE jobbuf.queue_stats IN ACCESS EXCLUSIVE MODE;" || fail "the lock was not taken"
 jb_sql "SELECT jobbuf_stage('q7', '{\"after_lock\": true}'::jsonb)" >/dev/null
-sleep 0.5
+sleep 0.5   # a window for a delivery that should not happen
 expect_eq "while the tables are locked the job waits" "$(jb_redis LLEN jobbuf:q7)" 16
-wait "$locker"
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:q7)" = 17 ]' 3; then
+tx_close || fail "the locking transaction did not commit"
+if jb_wait_until '[ "$(jb_redis LLEN jobbuf:q7)" = 17 ]' 15; then
   pass "delivered once the lock is released (poll_interval 30 s)"
 else
-  fail "a job that met locked tables was not delivered within 3 s of the unlock"
+  fail "a job that met locked tables was not delivered within 15 s of the unlock (the poll is 30 s)"
 fi
 
 # A queue nobody staged into since the last round is still drained by the next full round:

@@ -7,7 +7,7 @@ source "$(dirname "$0")/tools/lib.sh"
 e2e_start "jobbuf.poll_interval = '30s'
 jobbuf.batch_size = 10"
 jb_sql "SELECT jobbuf_create_queue('s', 'list')" >/dev/null
-sleep 0.3
+wait_redis_connected || fail "the worker did not connect to Redis once a queue existed"
 status() { jb_sql "SELECT $1 FROM jobbuf_worker_status()"; }
 
 expect_eq "running, database, redis_connected" "$(status "running || ' ' || database || ' ' || redis_connected")" "true $JB_DB true"
@@ -17,10 +17,11 @@ read -r w0 b0 d0 <<<"$(status "wakeups || ' ' || batches || ' ' || delivered")"
 expect_eq "nothing delivered yet" "$d0" 0
 
 for i in 1 2 3; do
+  worker_idle || fail "the worker did not go back to sleep before commit $i"   # else it may not count
   jb_sql "SELECT jobbuf_stage('s', jsonb_build_object('n', n)) FROM generate_series(1, 25) n" >/dev/null
-  jb_wait_until '[ "$(jb_redis LLEN jobbuf:s)" = '$(( 25 * i ))' ]' 5
+  jb_wait_until '[ "$(jb_redis LLEN jobbuf:s)" = '$(( 25 * i ))' ]' 15
 done
-sleep 0.2
+wait_delivered 75 || fail "the worker did not count 75 deliveries"
 read -r w1 b1 d1 <<<"$(status "wakeups || ' ' || batches || ' ' || delivered")"
 expect_eq "delivered counts the 75 jobs" "$d1" 75
 check "batches count the deliveries (3 commits x 3 batches of <= 10: $b1 - $b0 >= 9)" [ $(( b1 - b0 )) -ge 9 ]
@@ -29,17 +30,16 @@ expect_eq "jobbuf_stats: delivered_total, failed_total, ready, last_delivery_at 
   "$(jb_sql "SELECT delivered_total || ' ' || failed_total || ' ' || ready || ' ' || (last_delivery_at IS NOT NULL) FROM jobbuf_stats()")" "75 0 0 true"
 
 # jobbuf.enabled = off: the worker idles, staging continues; on: delivered.
-jb_psql -q -o /dev/null -c "ALTER SYSTEM SET jobbuf.enabled = off" -c "SELECT pg_reload_conf()"
-sleep 0.5
+set_and_reload jobbuf.enabled off || fail "jobbuf.enabled = off was not reloaded"
 jb_sql "SELECT jobbuf_stage('s', '{\"n\": 100}'::jsonb)" >/dev/null
-sleep 1
+sleep 1   # a window for a delivery that should not happen
 expect_eq "enabled = off: the job stays staged" "$(jb_redis LLEN jobbuf:s) $(jb_sql "SELECT ready FROM jobbuf_stats()")" "75 1"
 expect_eq "enabled = off: the worker process stays" "$(status running)" t
 jb_psql -q -o /dev/null -c "ALTER SYSTEM SET jobbuf.enabled = on" -c "SELECT pg_reload_conf()"
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:s)" = 76 ]' 5; then
+if jb_wait_until '[ "$(jb_redis LLEN jobbuf:s)" = 76 ]' 15; then
   pass "enabled = on again: delivered without waiting for the 30 s poll"
 else
-  fail "enabled = on again: not delivered within 5 s"
+  fail "enabled = on again: not delivered within 15 s (the poll is 30 s)"
 fi
 
 e2e_done

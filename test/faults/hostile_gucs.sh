@@ -66,20 +66,20 @@ jobbuf.redis_url = 'redis://h:70000'
 CONF
 mark=$(log_mark)
 jb_sql "SELECT pg_reload_conf()" >/dev/null
-sleep 1.5
+jb_wait_until "log_since $mark | grep -qE 'jobbuf\.(batch_size|poll_interval|redis_url)'" 15
 reload_log=$(log_since "$mark")
 expect_match "the server log names the bad values in postgresql.conf" "$reload_log" 'jobbuf\.(batch_size|poll_interval|redis_url)'
 expect_eq "the old values stay in force" \
   "$(jb_sql "SELECT current_setting('jobbuf.batch_size') || ' ' || current_setting('jobbuf.poll_interval')")" "1000 200ms"
 grep -E 'jobbuf' <<<"$reload_log" | head -n 4 | sed -E 's/^[^]]*\] /    log: /'
 jb_sql "SELECT jobbuf_stage('g', '{\"n\": 1}')" >/dev/null
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:g)" = 1 ]' 5; then pass "the worker still delivers after the bad reload"; else fail "nothing delivered after the bad reload"; fi
+if jb_wait_until '[ "$(jb_redis LLEN jobbuf:g)" = 1 ]' 15; then pass "the worker still delivers after the bad reload"; else fail "nothing delivered after the bad reload"; fi
 cp "$JB_RUN/postgresql.conf.good" "$JB_PGDATA/postgresql.conf"
 jb_sql "SELECT pg_reload_conf()" >/dev/null
 sleep 0.5
 
 jb_sql "SELECT jobbuf_stage('g', '{\"n\": 2}')" >/dev/null
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:g)" = 2 ]' 5; then pass "the worker still delivers at the end"; else fail "the worker does not deliver at the end"; fi
+if jb_wait_until '[ "$(jb_redis LLEN jobbuf:g)" = 2 ]' 15; then pass "the worker still delivers at the end"; else fail "the worker does not deliver at the end"; fi
 expect_eq "the drain worker kept its pid" "$(worker_pid)" "$pid_before"
 log=$(cat "$JB_RUN/postgres.log")
 expect_eq "no worker exit in the server log" "$(count_lines 'jobbuf (drain worker|launcher).*(exited|terminated)' "$log")" 0

@@ -6,7 +6,8 @@
 #   - a port where nothing listens (connection refused);
 #   - a wrong password against a redis-server started with --requirepass;
 #   - a database number Redis does not have (redis://127.0.0.1:<port>/99999).
-# For each: the worker logs ONE warning for the problem (counted over ~5 s), never restarts (same
+# For each: the worker logs ONE warning for the problem (counted over ~5 s once the first one is
+# logged), never restarts (same
 # pid), keeps the jobs staged, never shows a password (server log, jobbuf_worker_status), and
 # delivers the jobs once the URL is fixed with ALTER SYSTEM + reload.
 source "$(dirname "$0")/tools/lib.sh"
@@ -30,8 +31,7 @@ jb_wait_until "redis-cli -p $AUTH_PORT ping 2>/dev/null | grep -q NOAUTH" 5 || s
 auth_redis() { REDISCLI_AUTH=$GOOD_PW redis-cli -p "$AUTH_PORT" "$@" 2>/dev/null; }
 
 set_url() {
-  jb_sql "ALTER SYSTEM SET jobbuf.redis_url = '$1'" >/dev/null
-  jb_sql "SELECT pg_reload_conf()" >/dev/null
+  set_and_reload jobbuf.redis_url "$1" || fail "jobbuf.redis_url = '$1' was not reloaded"
 }
 
 # The password lives in jobbuf.redis_password_file, never in the URL: PostgreSQL itself logs
@@ -44,8 +44,7 @@ set_password_file() {
   chown postgres "$PW_FILE" 2>/dev/null || true
   chmod 600 "$PW_FILE"
   jb_sql "ALTER SYSTEM SET jobbuf.redis_password_file = '$PW_FILE'" >/dev/null
-  jb_sql "ALTER SYSTEM SET jobbuf.redis_url = 'redis://127.0.0.1:$AUTH_PORT/0'" >/dev/null
-  jb_sql "SELECT pg_reload_conf()" >/dev/null
+  set_url "redis://127.0.0.1:$AUTH_PORT/0"   # (the file's new content is read at the same reload)
 }
 bad_password() { set_password_file "$BAD_PW"; }
 good_password() { set_password_file "$GOOD_PW"; }
@@ -60,10 +59,10 @@ scenario() {
   mark=$(log_mark)
   before=$("$@" LLEN jobbuf:rt)
   apply "$bad"
-  sleep 0.5
   n=$(( n + 1 )); jb_sql "SELECT jobbuf_stage('rt', jsonb_build_object('n', $n))" >/dev/null
   n=$(( n + 1 )); jb_sql "SELECT jobbuf_stage('rt', jsonb_build_object('n', $n))" >/dev/null
-  sleep "$OBSERVE"
+  jb_wait_until "log_since $mark | grep -qE 'WARNING: +jobbuf:'" 15
+  sleep "$OBSERVE"   # the window in which no second warning may come
   warnings=$(log_since "$mark" | grep -E 'WARNING: +jobbuf:' || true)
   expect_eq "$what: one jobbuf WARNING in ${OBSERVE}+ s" "$(grep -c . <<<"$warnings" || true)" 1
   expect_match "$what: the warning says what is wrong" "$warnings" "$pattern"
@@ -73,7 +72,7 @@ scenario() {
   expect_eq "$what: redis_connected is false" "$(jb_sql "SELECT redis_connected FROM jobbuf_worker_status()")" f
   expect_eq "$what: the worker kept its pid" "$(worker_pid)" "$pid"
   apply "$good"
-  if jb_wait_until "[ \"\$($* LLEN jobbuf:rt)\" = $(( before + 2 )) ] && [ \"\$(jb_sql 'SELECT count(*) FROM jobbuf.jobs')\" = 0 ]" 10; then
+  if jb_wait_until "[ \"\$($* LLEN jobbuf:rt)\" = $(( before + 2 )) ] && [ \"\$(jb_sql 'SELECT count(*) FROM jobbuf.jobs')\" = 0 ]" 15; then
     pass "$what: the staged jobs are delivered once the URL is fixed"
   else
     fail "$what: after the fix, $("$@" LLEN jobbuf:rt) in Redis (expected $(( before + 2 ))), $(jb_sql "SELECT count(*) FROM jobbuf.jobs") staged"
@@ -128,7 +127,8 @@ switch_warnings=$(log_since "$mark" | grep -E 'WARNING: +jobbuf:' | sed -E 's/.*
 say "bad URL followed by another bad URL: $(grep -c . <<<"$switch_warnings" || true) warning(s): $(tr '\n' '|' <<<"$switch_warnings")"
 say "  (informational: the second problem is $(grep -q 'SELECT\|DB index' <<<"$switch_warnings" && echo "logged" || echo "NOT logged: only jobbuf_worker_status shows it, problem_log repeats a changed message at most once a minute"))"
 set_url "$GOOD_MAIN"
-jb_wait_until '[ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" = 0 ]' 10
+wait_staged 0 || fail "the job staged during the two bad URLs was not delivered once fixed"
 expect_eq "the worker kept its pid throughout" "$(worker_pid)" "$pid"
+log=$(cat "$JB_RUN/postgres.log")
 expect_eq "no worker exit in the server log" "$(count_lines 'jobbuf (drain worker|launcher).*(exited|terminated)' "$log")" 0
 faults_done

@@ -17,6 +17,7 @@ KEY=jobbuf:promo
 jb_sql "SELECT jobbuf_stage('promo', '{\"n\": 0}')" >/dev/null
 jb_wait_until '[ "$(jb_redis LLEN "$KEY")" = 1 ]' 10
 expect_eq "the primary's worker delivers (job 0)" "$(jb_redis LLEN "$KEY")" 1
+wait_staged 0 || fail "the primary's worker did not commit job 0"   # before the base backup copies it
 
 check "pg_hba.conf allows replication from 127.0.0.1" grep -qE '^host +replication +all +127.0.0.1/32' "$JB_PGDATA/pg_hba.conf"
 
@@ -53,9 +54,7 @@ expect_eq "the replica preloads jobbuf, same database" \
   "$(replica_sql "SHOW shared_preload_libraries") $(replica_sql "SHOW jobbuf.database")" "jobbuf $JB_DB"
 
 # --- the primary stops delivering; jobs are staged and replicated
-jb_sql "ALTER SYSTEM SET jobbuf.enabled = off" >/dev/null
-jb_sql "SELECT pg_reload_conf()" >/dev/null
-sleep 0.5
+set_and_reload jobbuf.enabled off || fail "the primary did not reload jobbuf.enabled = off"
 jb_sql "SELECT count(jobbuf_stage('promo', jsonb_build_object('n', g))) FROM generate_series(1, $JOBS) g" >/dev/null
 primary_lsn=$(jb_sql "SELECT pg_current_wal_lsn()")
 if jb_wait_until "[ \"\$(replica_sql \"SELECT pg_last_wal_replay_lsn() >= '$primary_lsn'\")\" = t ]" 20; then
@@ -81,7 +80,8 @@ if jb_wait_until "[ \"\$(jb_redis LLEN $KEY)\" -ge $(( JOBS + 1 )) ] && [ \"\$(r
 else
   fail "after promotion: $(jb_redis LLEN "$KEY") elements in Redis, $(replica_sql 'SELECT count(*) FROM jobbuf.jobs') jobs staged"
 fi
-sleep 1
+jb_wait_until "[ \"\$(replica_sql 'SELECT delivered FROM jobbuf_worker_status()')\" -ge $JOBS ]" 15   # counted after the commit
+sleep 1   # a window for a push twice that should not happen
 arrived=$(jb_redis LRANGE "$KEY" 0 -1 | ruby -rjson -ne 'puts JSON.parse($_)["n"]')
 expect_eq "Redis holds job 0 and jobs 1..$JOBS, once each, in order" "$arrived" "$(seq 0 "$JOBS")"
 expect_eq "a drain worker runs under the promoted postmaster" \

@@ -11,6 +11,8 @@
 JB_PGBIN=${JB_PGBIN:-$(pg_config --bindir)}
 JB_DB=${JB_DB:-jobbuf_test}
 
+# jb_free_port: a port nobody listens on now. Another process may take it before the caller binds
+# it: jb_start_redis and jb_start_postgres then start again on another port.
 jb_free_port() {
   ruby -rsocket -e 's = TCPServer.new("127.0.0.1", 0); puts s.addr[1]; s.close'
 }
@@ -34,18 +36,27 @@ jb_as_postgres() {
 # jb_start_redis [redis-server options...]
 jb_start_redis() {
   jb_init_run_dir
-  JB_REDIS_PORT=$(jb_free_port)
   mkdir -p "$JB_RUN/redis"
-  redis-server --port "$JB_REDIS_PORT" --bind 127.0.0.1 --dir "$JB_RUN/redis" \
-    --save '' --appendonly no --daemonize no --logfile "$JB_RUN/redis/redis.log" "$@" &
-  JB_REDIS_PID=$!
   JB_REDIS_ARGS=("$@")
-  jb_wait_redis
+  local try
+  for try in 1 2 3 4 5; do
+    JB_REDIS_PORT=$(jb_free_port)
+    redis-server --port "$JB_REDIS_PORT" --bind 127.0.0.1 --dir "$JB_RUN/redis" \
+      --save '' --appendonly no --daemonize no --logfile "$JB_RUN/redis/redis.log" "$@" &
+    JB_REDIS_PID=$!
+    jb_wait_redis && return 0
+    kill "$JB_REDIS_PID" 2>/dev/null; wait "$JB_REDIS_PID" 2>/dev/null
+  done
+  return 1
 }
 
+# jb_wait_redis: the redis-server started as JB_REDIS_PID answers on JB_REDIS_PORT (not another
+# process that took the port first).
 jb_wait_redis() {
-  for _ in $(seq 1 100); do
-    redis-cli -p "$JB_REDIS_PORT" ping >/dev/null 2>&1 && return 0
+  for _ in $(seq 1 200); do
+    kill -0 "$JB_REDIS_PID" 2>/dev/null || break
+    [ "$(redis-cli -p "$JB_REDIS_PORT" INFO server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p')" = "$JB_REDIS_PID" ] \
+      && return 0
     sleep 0.05
   done
   echo "redis-server did not start on port $JB_REDIS_PORT" >&2
@@ -85,7 +96,14 @@ fsync = off
 log_min_messages = warning
 ${1:-}
 CONF
-  jb_pg_ctl start
+  local try
+  for try in 2 3 4 5 6; do
+    jb_pg_ctl start && break
+    grep -q 'could not bind' "$JB_RUN/postgres.log" 2>/dev/null || return 1
+    [ "$try" -le 5 ] || return 1
+    JB_PGPORT=$(jb_free_port)   # taken meanwhile: the last port line wins
+    echo "port = $JB_PGPORT" >>"$JB_PGDATA/postgresql.conf"
+  done
   jb_psql_db postgres -q -c "CREATE DATABASE $JB_DB" >/dev/null
   jb_psql -q -c "CREATE EXTENSION jobbuf" >/dev/null
 }
@@ -122,10 +140,11 @@ jb_stop_all() {
   fi
 }
 
-# jb_wait_until "<shell condition>" [timeout seconds]: polls every 20 ms.
+# jb_wait_until "<shell condition>" [timeout seconds, fractions allowed]: polls every 20 ms.
 jb_wait_until() {
-  local cond=$1 timeout=${2:-10}
-  local deadline=$(( $(date +%s%N) + timeout * 1000000000 ))
+  local cond=$1 timeout=${2:-10} whole fraction
+  whole=${timeout%%.*}; fraction=${timeout#"$whole"}; fraction=${fraction#.}000000000
+  local deadline=$(( $(date +%s%N) + ${whole:-0} * 1000000000 + 10#${fraction:0:9} ))
   while [ "$(date +%s%N)" -lt "$deadline" ]; do
     eval "$cond" && return 0
     sleep 0.02

@@ -4,6 +4,7 @@
 #   source "$(dirname "$0")/tools/lib.sh"
 #   e2e_start ["extra postgresql.conf lines"]   # redis + postgres, waits for the drain worker
 #   the checks of test/harness/checks.sh (say, pass, fail, check, expect_eq, ...)
+#   the waits of test/harness/preconditions.sh (set_and_reload, wait_delivered, tx_open, ...)
 #   e2e_done                                     # prints the summary, exits non-zero on failure
 set -uo pipefail
 
@@ -14,9 +15,12 @@ E2E_EXTRA_PIDS=()
 source "$E2E_ROOT/test/harness/servers.sh"
 # shellcheck source=../../harness/checks.sh
 source "$E2E_ROOT/test/harness/checks.sh"
+# shellcheck source=../../harness/preconditions.sh
+source "$E2E_ROOT/test/harness/preconditions.sh"
 
 # e2e_start ["extra postgresql.conf lines"]: private redis + postgres, then waits until the drain
-# worker runs and has connected to Redis once (it starts about a second after the database).
+# worker runs (it starts about a second after the database). It has not connected to Redis yet:
+# the worker connects once a queue exists (wait_redis_connected).
 e2e_start() {
   jb_start_redis || exit 1
   jb_start_postgres "${1:-}" || exit 1
@@ -50,9 +54,10 @@ expect_list_reaches() {
 }
 
 # expect_all_delivered_once KEY N: the Redis list KEY holds N distinct entries and jobbuf.jobs is
-# empty.
+# empty (once the worker committed the batches it pushed: it pushes first, then commits).
 expect_all_delivered_once() {
   expect_eq "no job twice" "$(jb_redis LRANGE "$1" 0 -1 | sort -u | wc -l)" "$2"
+  wait_staged 0
   expect_eq "jobbuf.jobs is empty" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 0
 }
 

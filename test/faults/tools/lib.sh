@@ -4,6 +4,7 @@
 #   source "$(dirname "$0")/tools/lib.sh"
 #   faults_start "redis-server args" "extra postgresql.conf lines"
 #   the checks of test/harness/checks.sh (say, pass, fail, check, expect_eq, ...)
+#   the waits of test/harness/preconditions.sh (set_and_reload, wait_delivered, tx_open, ...)
 #   faults_done                           # summary; exit status 1 when a check failed
 #
 # Every process a script starts is registered (track_pid) and stopped on EXIT, whatever the outcome.
@@ -17,6 +18,8 @@ FAULTS_CLEANUPS=()
 source "$FAULTS_ROOT/test/harness/servers.sh"
 # shellcheck source=../../harness/checks.sh
 source "$FAULTS_ROOT/test/harness/checks.sh"
+# shellcheck source=../../harness/preconditions.sh
+source "$FAULTS_ROOT/test/harness/preconditions.sh"
 
 # track_pid <pid>: stopped (CONT then TERM, then KILL) on exit.
 track_pid() { FAULTS_PIDS+=("$1"); }
