@@ -85,9 +85,7 @@ static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
             " WHERE NOT q.paused AND q.target OPERATOR(pg_catalog.=) ANY ('{list,stream,sidekiq}'::pg_catalog.text[])"
             " ORDER BY q.name",
             0, nullptr);
-    int rc = SPI_execute_plan(queues_plan, nullptr, nullptr, true, 0);
-    if (rc != SPI_OK_SELECT)
-        elog(ERROR, "jobbuf: loading queues failed: %s", SPI_result_code_string(rc));
+    execute_kept(queues_plan, nullptr, nullptr, true, SPI_OK_SELECT, "loading queues");
 
     int count = static_cast<int>(SPI_processed);
     uint32 salt = note_installation(extension_oid);

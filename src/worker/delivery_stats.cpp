@@ -29,9 +29,7 @@ void record_batch(const char* queue, int64 delivered, int64 failed, const char* 
             " WHERE s.queue OPERATOR(pg_catalog.=) $1",
             4, types);
     }
-    int rc = SPI_execute_plan(stats_plan, values, nulls, false, 0);
-    if (rc != SPI_OK_UPDATE)
-        elog(ERROR, "jobbuf: statistics update failed: %s", SPI_result_code_string(rc));
+    execute_kept(stats_plan, values, nulls, false, SPI_OK_UPDATE, "statistics update");
 }
 
 void publish_batch_counters(int64 delivered)

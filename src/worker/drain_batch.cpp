@@ -90,9 +90,7 @@ void dead_letter(const TakenBatch& taken, uint64 row, const char* queue, const c
                        Int32GetDatum(record.attempts), CStringGetTextDatum(error)};
     char nulls[8] = {' ', ' ', ' ', record.partition_key == 0 ? 'n' : ' ', record.unique_key == 0 ? 'n' : ' ',
                      ' ', ' ', ' '};
-    int rc = SPI_execute_plan(dead_plan, values, nulls, false, 0);
-    if (rc != SPI_OK_INSERT)
-        elog(ERROR, "jobbuf: dead-letter insert failed: %s", SPI_result_code_string(rc));
+    execute_kept(dead_plan, values, nulls, false, SPI_OK_INSERT, "dead-letter insert");
 }
 
 // Takes the batch into *taken: directly when the table allows it (job_taker.h), otherwise with

@@ -66,9 +66,7 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
     Datum args[4] = {CStringGetTextDatum(q->name), Int32GetDatum(q->batch_size), BoolGetDatum(sidekiq),
                      CStringGetTextDatum(q->group_class)};
     char nulls[4] = {' ', static_cast<char>(q->batch_size > 0 ? ' ' : 'n'), ' ', ' '};
-    int rc = SPI_execute_plan(group_plan, args, nulls, false, 0);
-    if (rc != SPI_OK_SELECT)
-        elog(ERROR, "jobbuf: claiming a group failed: %s", SPI_result_code_string(rc));
+    execute_kept(group_plan, args, nulls, false, SPI_OK_SELECT, "claiming a group");
     if (!queue_list_still_current(&result))
         return result;
     if (SPI_processed == 0) {
@@ -115,9 +113,7 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
                 "UPDATE jobbuf.jobs j SET group_id = NULL, lease_until = NULL"
                 " WHERE j.group_id OPERATOR(pg_catalog.=) $1", 1, types);
         Datum release_args[1] = {DirectFunctionCall1(uuid_in, CStringGetDatum(group_text))};
-        rc = SPI_execute_plan(release_plan, release_args, nullptr, false, 0);
-        if (rc != SPI_OK_UPDATE)
-            elog(ERROR, "jobbuf: releasing a group failed: %s", SPI_result_code_string(rc));
+        execute_kept(release_plan, release_args, nullptr, false, SPI_OK_UPDATE, "releasing a group");
     }
     commit_worker_transaction();
     pfree(group_text);

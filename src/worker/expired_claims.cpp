@@ -65,12 +65,10 @@ bool release_expired_claims(const ActiveQueue* q, int limit, QueueProgress* prog
         return false;
     prepare_plans();
     Datum values[2] = {CStringGetTextDatum(q->name), Int32GetDatum(limit)};
-    int rc = SPI_execute_plan(bury_plan, values, nullptr, false, 0);
-    if (rc != SPI_OK_SELECT)
-        elog(ERROR, "jobbuf: burying expired claims failed: %s", SPI_result_code_string(rc));
-    rc = SPI_execute_plan(release_plan, values, nullptr, false, 0);
-    if (rc != SPI_OK_SELECT || SPI_processed != 1)
-        elog(ERROR, "jobbuf: releasing expired claims failed: %s", SPI_result_code_string(rc));
+    execute_kept(bury_plan, values, nullptr, false, SPI_OK_SELECT, "burying expired claims");
+    execute_kept(release_plan, values, nullptr, false, SPI_OK_SELECT, "releasing expired claims");
+    if (SPI_processed != 1)
+        elog(ERROR, "jobbuf: releasing expired claims returned " UINT64_FORMAT " rows", SPI_processed);
     bool isnull = false;
     int64 released = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
     int64 lowest = released > 0

@@ -49,9 +49,7 @@ SessionReport reconcile_delivered(DrainContext* ctx, bool* done)
         datums[i] = Int64GetDatum(ids[i]);
     ArrayType* array = construct_array(datums, static_cast<int>(count), INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
     Datum args[1] = {PointerGetDatum(array)};
-    int rc = SPI_execute_plan(reconcile_plan, args, nullptr, false, 0);
-    if (rc != SPI_OK_DELETE)
-        elog(ERROR, "jobbuf: reconciliation failed: %s", SPI_result_code_string(rc));
+    execute_kept(reconcile_plan, args, nullptr, false, SPI_OK_DELETE, "reconciliation");
     uint64 deleted = SPI_processed;
     commit_worker_transaction();
     *done = true;

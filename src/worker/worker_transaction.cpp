@@ -22,6 +22,14 @@ SPIPlanPtr prepare_kept(const char* sql, int nargs, Oid* types)
     return plan;
 }
 
+void execute_kept(SPIPlanPtr plan, Datum* values, const char* nulls, bool read_only, int expected,
+                  const char* what)
+{
+    int rc = SPI_execute_plan(plan, values, nulls, read_only, 0);
+    if (rc != expected)
+        elog(ERROR, "jobbuf: %s failed: %s", what, SPI_result_code_string(rc));
+}
+
 void begin_worker_transaction(const char* activity)
 {
     SetCurrentStatementStartTimestamp();

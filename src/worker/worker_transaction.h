@@ -20,5 +20,10 @@ bool lock_jobbuf_tables(void);
 // SPI_prepare + SPI_keepplan, raising an error when the statement does not prepare.
 SPIPlanPtr prepare_kept(const char* sql, int nargs, Oid* types);
 
+// SPI_execute_plan of a kept plan, raising an error that names what failed unless it returns
+// expected (SPI_OK_SELECT, SPI_OK_UPDATE, ...). The rows are in SPI_tuptable / SPI_processed.
+void execute_kept(SPIPlanPtr plan, Datum* values, const char* nulls, bool read_only, int expected,
+                  const char* what);
+
 // Wall-clock time as Unix epoch seconds (Sidekiq's enqueued_at).
 double now_epoch_seconds(void);
