@@ -14,12 +14,12 @@ SELECT jobbuf_stage('held', jsonb_build_object('n', n)) FROM generate_series(1, 
 SELECT jobbuf_stage('flowing', jsonb_build_object('n', n)) FROM generate_series(1, 20) n;
 SQL
 
-jb_wait_until '[ "$(jb_redis LLEN jobbuf:flowing)" = 20 ]' 5
+jb_wait_until '[ "$(jb_redis LLEN jobbuf:flowing)" = 20 ]' 15
 expect_eq "the other queue is delivered" "$(jb_redis LLEN jobbuf:flowing)" 20
 sleep 1.5  # several poll intervals and wake-ups
 jb_sql "SELECT jobbuf_stage('held', '{\"n\": 21}'::jsonb)" >/dev/null
 jb_sql "SELECT jobbuf_stage('flowing', '{\"n\": 21}'::jsonb)" >/dev/null
-jb_wait_until '[ "$(jb_redis LLEN jobbuf:flowing)" = 21 ]' 5
+jb_wait_until '[ "$(jb_redis LLEN jobbuf:flowing)" = 21 ]' 15
 sleep 0.5
 expect_eq "paused queue: nothing in Redis" "$(jb_redis EXISTS jobbuf:held)" 0
 expect_eq "paused queue: jobbuf_stats paused, ready" \
@@ -27,14 +27,14 @@ expect_eq "paused queue: jobbuf_stats paused, ready" \
 expect_eq "jobbuf.queues.paused" "$(jb_sql "SELECT paused FROM jobbuf.queues WHERE name = 'held'")" t
 
 # Resume with a 30 s poll interval: only the resume's own wake-up can deliver promptly.
-jb_psql -q -c "ALTER SYSTEM SET jobbuf.poll_interval = '30s'" -c "SELECT pg_reload_conf()" >/dev/null
-sleep 0.5
+set_and_reload jobbuf.poll_interval 30s || fail "poll_interval = 30s was not reloaded"
 jb_sql "SELECT jobbuf_resume('held')" >/dev/null
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:held)" = 21 ]' 5; then
+if jb_wait_until '[ "$(jb_redis LLEN jobbuf:held)" = 21 ]' 15; then
   pass "resumed queue delivered at once (poll_interval 30 s)"
 else
-  fail "resumed queue: $(jb_redis LLEN jobbuf:held) of 21 jobs in Redis 5 s after jobbuf_resume"
+  fail "resumed queue: $(jb_redis LLEN jobbuf:held) of 21 jobs in Redis 15 s after jobbuf_resume"
 fi
+wait_staged 0 "WHERE queue = 'held'" || fail "the worker did not commit the held queue's delivery"
 expect_eq "held jobs arrive in order" \
   "$(jb_redis LRANGE jobbuf:held 0 -1 | ruby -rjson -ne 'print JSON.parse($_)["n"], " "')" "$(seq -s ' ' 1 21) "
 expect_eq "resumed queue: jobbuf_stats" \
@@ -51,7 +51,7 @@ expect_eq "paused again: new job held" "$(jb_redis LLEN jobbuf:held) $(jb_sql "S
 # kept draining on purpose, whatever the machine's speed: an owner's DELETE trigger (which makes
 # the worker take batches with its SQL statement, running the trigger per job) sleeps 2 ms for
 # each job of the slowed queues, so a batch of 20 lasts at least 40 ms.
-jb_psql -q -o /dev/null -c "ALTER SYSTEM SET jobbuf.batch_size = 20" -c "SELECT pg_reload_conf()"
+set_and_reload jobbuf.batch_size 20 || fail "batch_size = 20 was not reloaded"
 jb_psql -q -o /dev/null <<'SQL'
 CREATE TABLE public.slowed (queue text PRIMARY KEY);
 CREATE FUNCTION public.slow_delivery() RETURNS trigger LANGUAGE plpgsql AS $$

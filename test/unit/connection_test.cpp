@@ -260,7 +260,7 @@ TEST_F(ConnectionTest, StoppedServerTimesOut)
     kill(server_.pid(), SIGCONT);
     EXPECT_EQ(st.code, Code::Timeout) << st.message;
     EXPECT_GE(took, 280);
-    EXPECT_LT(took, 1500);
+    EXPECT_LT(took, 5000);  // bounded (a loaded machine may be slow to wake us): not a timing test
     EXPECT_FALSE(conn.connected());
 
     // AUTH against a stopped server: connect itself times out.
@@ -270,7 +270,7 @@ TEST_F(ConnectionTest, StoppedServerTimesOut)
     took = elapsed_ms(start);
     kill(server_.pid(), SIGCONT);
     EXPECT_EQ(st.code, Code::Timeout) << st.message;
-    EXPECT_LT(took, 1500);
+    EXPECT_LT(took, 5000);
     EXPECT_FALSE(conn.connected());
 }
 
@@ -285,12 +285,12 @@ TEST_F(ConnectionTest, InterruptedWaiterStopsTheCall)
     std::vector<RedisReply> r;
     InterruptingWaiter interrupting(0);
     auto start = std::chrono::steady_clock::now();
-    RedisStatus st = conn.execute(b, &r, 5000, interrupting);
+    RedisStatus st = conn.execute(b, &r, 60000, interrupting);
     long took = elapsed_ms(start);
     kill(server_.pid(), SIGCONT);
     EXPECT_EQ(st.code, Code::Interrupted) << st.message;
     EXPECT_EQ(interrupting.interrupts, 1);
-    EXPECT_LT(took, 1000);
+    EXPECT_LT(took, 30000);  // the interrupt, not the 60 s timeout, ended it
     EXPECT_FALSE(conn.connected());
 
     // During connect too (AUTH needs a reply).
