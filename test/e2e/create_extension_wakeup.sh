@@ -25,7 +25,7 @@ stage_and_expect_quickly() {
     fail "$what: the first committed job is still staged after 10 s (poll_interval 30 s)"
   fi
   # (the worker commits its delete just after the push)
-  jb_wait_until '[ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" = 0 ]' 10
+  wait_staged 0
   expect_eq "$what: delivered once, nothing left staged" \
     "$(jb_redis LLEN jobbuf:first) $(jb_sql "SELECT count(*) FROM jobbuf.jobs")" "1 0"
 }

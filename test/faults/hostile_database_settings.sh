@@ -39,7 +39,7 @@ new=$(worker_pid)
 jb_sql "SELECT count(jobbuf_stage('settings', jsonb_build_object('n', n))) FROM generate_series(1, 500) n" >/dev/null
 check "jobs are delivered by the worker that connected with the owner's settings" \
   jb_wait_until '[ "$(jb_redis LLEN jobbuf:settings)" = 500 ]' 15
-jb_wait_until '[ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = '\''settings'\''")" = 0 ]' 15
+wait_staged 0 "WHERE queue = 'settings'"
 expect_eq "each once, and deleted" \
   "$(jb_redis LRANGE jobbuf:settings 0 -1 | sort -u | wc -l) $(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = 'settings'")" "500 0"
 jb_sql "SELECT jobbuf_stage('grouped', '{\"g\": 1}')" >/dev/null

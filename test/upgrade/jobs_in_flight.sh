@@ -60,7 +60,7 @@ jb_sql "SELECT jobbuf_complete('$kept')" >/dev/null
 check "1.0 delivers to a stream" jb_wait_until '[ "$(jb_redis XLEN jobbuf:events)" = 1 ]' 10
 check "1.0 delivers to Sidekiq" jb_wait_until '[ "$(jb_redis LLEN queue:mailers)" = 1 ]' 10
 # (the worker commits its delete just after the push)
-jb_wait_until '[ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue IN ('"'events', 'mailers'"')")" = 0 ]' 10
+wait_staged 0 "WHERE queue IN ('events', 'mailers')"
 
 snapshot() {
   jb_sql "SELECT string_agg(format('%s %s %s %s %s %s %s %s', id, queue, attempts, group_id, lease_until,
@@ -101,7 +101,7 @@ if jb_wait_until '[ "$(jb_redis LLEN jobbuf:now_list)" = 1 ]' 10; then
 else
   fail "the job staged in between was not delivered within 10 s of the update"
 fi
-jb_wait_until "[ \"\$(jb_sql 'SELECT count(*) FROM jobbuf.jobs WHERE id = $between')\" = 0 ]" 10
+wait_staged 0 "WHERE id = $between"
 expect_eq "every job, dead letter and archived job as before (ids, attempts, groups, leases, errors)" \
   "$(snapshot)" "$before"
 

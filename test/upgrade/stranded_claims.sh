@@ -54,7 +54,7 @@ check "the expired Sidekiq job is delivered" jb_wait_until '[ "$(jb_redis LLEN q
 expect_list_reaches jobbuf:uq 1 10 "the unique key's job is delivered"
 check "the job at max_attempts is a dead letter" \
   jb_wait_until '[ "$(jb_sql "SELECT count(*) FROM jobbuf.dead")" = 1 ]' 10
-jb_wait_until '[ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" = 2 ]' 10
+wait_staged 2
 sleep 1   # several full passes: a second delivery, or a release of the live lease, would show here
 expect_eq "the list jobs of the expired claim arrive once each" \
   "$(jb_redis LRANGE jobbuf:lst 0 -1 | sort | tr '\n' ' ')" '{"n": 1} {"n": 2} {"n": 3} '
@@ -94,7 +94,7 @@ want=$(jb_sql "SELECT string_agg(payload::text, ' ' ORDER BY id) FROM jobbuf.job
 # The abandoned group's lease runs out (moved to now rather than waited for).
 jb_sql "UPDATE jobbuf.jobs SET lease_until = now() WHERE group_id = '$abandoned'" >/dev/null
 expect_list_reaches jobbuf:grp 4 10 "the abandoned group's 2 jobs are delivered one by one"
-jb_wait_until '[ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" = 0 ]' 10
+wait_staged 0
 sleep 1   # a second delivery would show here
 expect_eq "once each, after the two group messages" "$(jb_redis LRANGE jobbuf:grp 2 -1 | tr '\n' ' ')" "$want "
 expect_eq "the abandoned group is fenced off" "$(jb_sql "SELECT jobbuf_complete('$abandoned')")" 0
