@@ -213,7 +213,7 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
         return result;
     }
 
-    int64 delivered = 0, rejected = 0, retry = 0;
+    int64 delivered = 0, rejected = 0, retry = 0, unsent = 0;
     for (uint64 i = 0; i < count; i++) {
         if (results[i] == JobResult::Delivered)
             delivered++;
@@ -221,11 +221,13 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
             retry++;
         else
             rejected++;  // Rejected by Redis, or TooLarge (never sent): dead letters
+        if (results[i] == JobResult::TooLarge)
+            unsent++;
     }
 
-    if (retry > 0 || rejected > 0) {
-        // The marker of the unit names every job sent: make it name only what Redis took before
-        // anything commits. With jobs to retry, roll back: reconciliation deletes exactly the
+    if (retry > 0 || rejected > unsent) {
+        // The marker of the unit names every job sent (a TooLarge job was neither sent nor named):
+        // make it name only what Redis took before anything commits. With jobs to retry, roll back: reconciliation deletes exactly the
         // delivered ones, the others stay staged.
         SessionReport rewrite = mark_only_delivered(ctx, jobs, results, count);
         if (retry > 0 || rewrite.status != SessionReport::Status::Ok) {
