@@ -4,8 +4,9 @@
 module Jobbuf
   module ActiveJob
     module SidekiqPayload
-      # The worker class Sidekiq runs: it calls ActiveJob::Base.execute(args[0]) with the jid as
-      # provider_job_id. Sidekiq 7 and 8 keep this name as an alias of Sidekiq::ActiveJob::Wrapper.
+      # The worker class Sidekiq runs, as Rails' Sidekiq adapter names it: it calls
+      # ActiveJob::Base.execute(args[0]) with the jid as provider_job_id. Another name (a newer
+      # Sidekiq's own wrapper) can be given to the adapter as wrapper_class:.
       WRAPPER_CLASS = "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper".freeze
 
       # Sidekiq.default_worker_options as shipped: what Sidekiq::JobUtil#normalize_item merges
