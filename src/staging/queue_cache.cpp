@@ -12,6 +12,8 @@
 // transaction, would still see the dropped queue, and would cache it for later transactions too.
 #include "pg_includes.h"
 
+#include "kept_plan.h"
+
 #include "name_hash.h"
 #include "staging/queue_cache.h"
 
@@ -65,20 +67,12 @@ static void reset_cache(void)
 
 static SPIPlanPtr prepared_lookup(void)
 {
-    if (lookup_plan == nullptr) {
-        Oid argtypes[1] = {TEXTOID};
-        SPIPlanPtr plan = SPI_prepare(
-            "SELECT q.target,"
-            " coalesce(q.options OPERATOR(pg_catalog.->>) 'delivery', 'each') OPERATOR(pg_catalog.=) 'each'"
-            " FROM jobbuf.queues q WHERE q.name OPERATOR(pg_catalog.=) $1",
-            1, argtypes);
-        if (plan == nullptr)
-            elog(ERROR, "jobbuf: could not prepare the queue lookup: %s",
-                 SPI_result_code_string(SPI_result));
-        SPI_keepplan(plan);
-        lookup_plan = plan;
-    }
-    return lookup_plan;
+    Oid argtypes[1] = {TEXTOID};
+    return kept_plan(&lookup_plan,
+                     "SELECT q.target,"
+                     " coalesce(q.options OPERATOR(pg_catalog.->>) 'delivery', 'each') OPERATOR(pg_catalog.=) 'each'"
+                     " FROM jobbuf.queues q WHERE q.name OPERATOR(pg_catalog.=) $1",
+                     1, argtypes);
 }
 
 // The lookup runs inside the producer's statement, as the producer: with search_path pinned to

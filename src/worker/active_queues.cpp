@@ -1,6 +1,8 @@
 // Postgres regime: the worker's queue list and delivery identity (see active_queues.h).
 #include "pg_includes.h"
 
+#include "kept_plan.h"
+
 #include "worker/active_queues.h"
 #include "commit_wakeup.h"
 #include "extension_version.h"
@@ -114,8 +116,7 @@ static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
         return installed.state == InstalledExtension::Missing ? kNoExtension : kOutdatedExtension;
     }
     Oid extension_oid = installed.extension_oid;
-    if (queues_plan == nullptr)
-        queues_plan = prepare_kept(
+    kept_plan(&queues_plan, 
             // Schema-qualified throughout, operators included (see worker_session.cpp). A queue's
             // options reach its target as text pairs (jsonb_each_text: strings unquoted, as ->>);
             // the target reads the ones it knows (src/redis/targets/).

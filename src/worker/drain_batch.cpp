@@ -12,7 +12,10 @@
 // instead of pushing them again: the job reaches Redis once.
 #include "pg_includes.h"
 
+#include "kept_plan.h"
+
 #include "worker/active_queues.h"
+#include "worker/delivery_attempt.h"
 #include "worker/delivery_stats.h"
 #include "worker/drain_batch.h"
 #include "worker/expired_claims.h"
@@ -41,9 +44,9 @@ SPIPlanPtr dead_plan = nullptr;
 
 void prepare_plans(void)
 {
-    if (take_plan == nullptr) {
+    {
         Oid types[6] = {TEXTOID, INT4OID, TEXTARRAYOID, INT8OID, BOOLOID, TEXTOID};
-        take_plan = prepare_kept(
+        kept_plan(&take_plan, 
             // Written so that the plan cannot depend on statistics (it is made once, often
             // while the table is empty): "queue <= $1 AND (queue, id) > ($1, $4)" means queue = $1
             // and id > $4, but only jobs_waiting (queue, id) can serve it, and the scan starts
@@ -70,9 +73,9 @@ void prepare_plans(void)
             "  j.payload, j.partition_key, j.unique_key, j.staged_at, j.attempts",
             6, types);
     }
-    if (dead_plan == nullptr) {
+    {
         Oid types[8] = {INT8OID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID};
-        dead_plan = prepare_kept(
+        kept_plan(&dead_plan, 
             "INSERT INTO jobbuf.dead (id, queue, payload, partition_key, unique_key, staged_at,"
             "                         attempts, last_error, errors)"
             " VALUES ($1, $2, $3, $4, $5, $6, $7 OPERATOR(pg_catalog.+) 1, $8,"
@@ -125,26 +128,6 @@ void take_batch(const ActiveQueue* q, int limit, int64 after_id, TakeBounds boun
 }
 
 }  // namespace
-
-bool begin_delivery_transaction(const char* activity, BatchResult* result)
-{
-    begin_worker_transaction(activity);
-    if (!lock_jobbuf_tables()) {
-        abort_worker_transaction();
-        result->outcome = BatchOutcome::Locked;
-        return false;
-    }
-    return true;
-}
-
-bool queue_list_still_current(BatchResult* result)
-{
-    if (!active_queues_changed())
-        return true;
-    abort_worker_transaction();
-    result->outcome = BatchOutcome::Stale;
-    return false;
-}
 
 // Rewrites the marker to name only the jobs Redis took (results Delivered): a rejected job must
 // not be named, or reconciliation would later delete it (for example after jobbuf_retry_dead put

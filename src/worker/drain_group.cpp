@@ -6,6 +6,10 @@
 // claimed and pushed again (that expiry counts as an attempt).
 #include "pg_includes.h"
 
+#include "worker/delivery_attempt.h"
+
+#include "kept_plan.h"
+
 #include "worker/delivery_stats.h"
 #include "worker/drain_group.h"
 #include "worker/worker_transaction.h"
@@ -34,8 +38,6 @@ SPIPlanPtr release_plan = nullptr;
 // operator is schema-qualified (see worker_session.cpp).
 void prepare_group_plan(void)
 {
-    if (group_plan != nullptr)
-        return;
     Oid types[2] = {TEXTOID, INT4OID};
     const char* sql =
         "WITH claimed AS (SELECT * FROM jobbuf.claim(jobbuf.known_queue($1), $2, NULL::pg_catalog.text)),"
@@ -48,7 +50,7 @@ void prepare_group_plan(void)
         "          OPERATOR(pg_catalog.&) 9223372036854775807,"
         "  g.ids, extract(epoch FROM g.staged_at)::float8, g.group_id"
         " FROM g";
-    group_plan = prepare_kept(sql, 2, types);
+    kept_plan(&group_plan, sql, 2, types);
 }
 
 // The message's payload, as the queue's target writes it for this group and its job ids (an
@@ -126,8 +128,7 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
         record_batch(q->name, jobs_in_group, 0, nullptr);
     } else {
         Oid types[1] = {UUIDOID};
-        if (release_plan == nullptr)
-            release_plan = prepare_kept(
+        kept_plan(&release_plan, 
                 "UPDATE jobbuf.jobs j SET group_id = NULL, lease_until = NULL"
                 " WHERE j.group_id OPERATOR(pg_catalog.=) $1", 1, types);
         Datum release_args[1] = {DirectFunctionCall1(uuid_in, CStringGetDatum(group_text))};
