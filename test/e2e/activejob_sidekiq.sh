@@ -14,10 +14,7 @@ source test/e2e/tools/lib.sh
 source test/consumers/sidekiq/sidekiq.sh
 
 cleanup() {
-  jb_stop_sidekiq
-  if [ "$CHECKS_FAILURES" -ne 0 ] && [ -n "${JB_SIDEKIQ_LOG:-}" ] && [ -f "$JB_SIDEKIQ_LOG" ]; then
-    echo "--- last lines of the Sidekiq log"; tail -n 40 "$JB_SIDEKIQ_LOG"
-  fi
+  jb_stop_sidekiq_reporting "$CHECKS_FAILURES"
   e2e_cleanup
 }
 

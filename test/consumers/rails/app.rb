@@ -12,6 +12,7 @@ require "active_job"
 require "global_id"
 require "sidekiq"
 require "active_job/queue_adapters/sidekiq_adapter"
+require_relative "../sidekiq/current_job"
 require "jobbuf/active_job"
 
 # redis-rb 4.8 warns about Sidekiq 6.4's calling style on every fetch; keep the log readable.
@@ -30,18 +31,8 @@ ActiveJob::Base.queue_adapter = :jobbuf
 ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper.sidekiq_retry_in { |_count, _error| 1 }
 
 module JobbufRailsE2E
-  # Server middleware: the job hash as Sidekiq parsed it, for the job being performed.
-  class RememberSidekiqJob
-    def call(_worker, job, _queue)
-      Thread.current[:jobbuf_sidekiq_job] = job
-      yield
-    ensure
-      Thread.current[:jobbuf_sidekiq_job] = nil
-    end
-  end
-
   def self.sidekiq_job
-    job = Thread.current[:jobbuf_sidekiq_job] || {}
+    job = JobbufCurrentJob.hash
     job.slice("class", "wrapped", "queue", "jid", "retry", "retry_count")
   end
 
@@ -55,7 +46,7 @@ Sidekiq.configure_server do |config|
   # Poll the schedule and retry sets about once a second instead of every 5 s.
   config.options[:average_scheduled_poll_interval] = 1
   config.options[:poll_interval_average] = 1
-  config.server_middleware { |chain| chain.add JobbufRailsE2E::RememberSidekiqJob }
+  config.server_middleware { |chain| chain.add JobbufCurrentJob::Middleware }
 end
 
 class Widget < ActiveRecord::Base
