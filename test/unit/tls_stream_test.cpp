@@ -178,6 +178,7 @@ TEST_F(TlsStreamTest, MutualTls)
     RedisEndpoint ep = endpoint();
     RedisStatus st = connect_and_ping(ep);
     EXPECT_FALSE(st.ok()) << "a server that requires a client certificate accepted none";
+    EXPECT_NE(st.message.find("asked for a client certificate"), std::string::npos) << st.message;
     ep.tls_options.cert_file = cert("client.crt");
     ep.tls_options.key_file = cert("client.key");
     st = connect_and_ping(ep);

@@ -120,6 +120,20 @@ StreamIo stream_failure(std::string text)
     return io;
 }
 
+// Marks an SSL whose server asked for a client certificate when none is configured (its app
+// data points here): a server that requires one then drops the connection (TLS 1.3: after the
+// handshake, at the first read or write), and the failure says why.
+char asked_for_client_certificate;
+
+int note_certificate_request(SSL* ssl, X509**, EVP_PKEY**)
+{
+    SSL_set_app_data(ssl, &asked_for_client_certificate);
+    return 0;  // none to send
+}
+
+constexpr const char* kClientCertificateHint =
+    " (the server asked for a client certificate: set jobbuf.redis_tls_cert_file and jobbuf.redis_tls_key_file)";
+
 class TlsStream final : public ByteStream {
 public:
     TlsStream(int fd, SSL* ssl) : fd_(fd), ssl_(ssl) {}
@@ -174,6 +188,19 @@ private:
     }
 
     StreamIo blocked_or_failed(int rc, const char* doing)
+    {
+        StreamIo io = classify(rc, doing);
+        if (io.state != StreamIo::State::Blocked && SSL_get_app_data(ssl_) != nullptr) {
+            try {
+                if (io.state == StreamIo::State::Closed) io = stream_failure("Redis closed the connection");
+                io.error += kClientCertificateHint;
+            } catch (...) {
+            }
+        }
+        return io;
+    }
+
+    StreamIo classify(int rc, const char* doing)
     {
         int err = SSL_get_error(ssl_, rc);
         switch (err) {
@@ -238,6 +265,7 @@ RedisStatus make_context(const TlsOptions& opts, std::unique_ptr<SSL_CTX, SslCtx
     } else {
         SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_NONE, nullptr);
     }
+    if (opts.cert_file.empty()) SSL_CTX_set_client_cert_cb(ctx.get(), note_certificate_request);
     if (!opts.key_file.empty() && opts.cert_file.empty())
         return io_failure(Code::ConnectFailed, "jobbuf.redis_tls_key_file is set without jobbuf.redis_tls_cert_file");
     if (!opts.cert_file.empty()) {
