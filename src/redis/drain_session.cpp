@@ -97,11 +97,13 @@ long round_trip_limit(const DrainSession* session)
     return session->min_replicas > 0 ? session->timeout_ms * 2 + kWaitMarginMs : session->timeout_ms;
 }
 
-// Appends WAIT <min_replicas> <timeout> to batch when replicas must acknowledge the writes before it.
-void add_replica_wait(const DrainSession* session, CommandBatch* batch)
+// WAIT <min_replicas> <timeout>, sent after the writes it must see acknowledged; none (null)
+// without min_replicas.
+const CommandBatch* replica_wait(const DrainSession* session, CommandBatch* wait)
 {
-    if (session->min_replicas <= 0) return;
-    batch->add({"WAIT", std::to_string(session->min_replicas), std::to_string(session->timeout_ms)});
+    if (session->min_replicas <= 0) return nullptr;
+    wait->add({"WAIT", std::to_string(session->min_replicas), std::to_string(session->timeout_ms)});
+    return wait;
 }
 
 // Takes WAIT's reply (the last one) out of replies: Ok when enough replicas acknowledged `what`.
@@ -286,9 +288,10 @@ SessionReport set_marker(DrainSession* session, IoWaiter& waiter, const std::str
 {
     CommandBatch batch;
     batch.add({"SET", session->marker_key, value});
-    add_replica_wait(session, &batch);
+    CommandBatch wait;
     std::vector<RedisReply> replies;
-    RedisStatus status = session->connection.execute(batch, &replies, round_trip_limit(session), waiter);
+    RedisStatus status = session->connection.execute(batch, &replies, round_trip_limit(session), waiter,
+                                                     replica_wait(session, &wait));
     if (!status.ok())
         return report_failure(status, doing);
     leave_a_replica(session, replies);
@@ -377,9 +380,10 @@ SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
                            session->max_bulk_bytes))
             return report_of(SessionReport::Status::Unavailable, error);
 
-        add_replica_wait(session, &plan.batch);
+        CommandBatch wait;
         std::vector<RedisReply> replies;
-        RedisStatus status = session->connection.execute(plan.batch, &replies, round_trip_limit(session), waiter);
+        RedisStatus status = session->connection.execute(plan.batch, &replies, round_trip_limit(session), waiter,
+                                                         replica_wait(session, &wait));
         if (status.code == RedisStatus::Code::RequestRefused) {
             std::size_t largest = 0;
             for (const StagedJob& job : batch_jobs) largest = std::max(largest, job.payload.size());
