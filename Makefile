@@ -19,7 +19,7 @@ SQL_PARTS     = $(sort $(wildcard src/sql/*.sql))
 PG_CPPFLAGS = -Isrc
 PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -Wno-register -Wno-missing-field-initializers \
               -Wno-unused-parameter -Wno-cast-function-type
-SHLIB_LINK  = -lhiredis -lstdc++
+SHLIB_LINK  = -lhiredis -lssl -lcrypto -lstdc++
 
 # pg_regress suites for the SQL surface (sql/<name>.sql, expected/<name>.out); they need no worker.
 REGRESS      = queues staging validation

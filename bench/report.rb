@@ -39,6 +39,12 @@ end
   st = num(r["drain_#{t}_stale"])
   add.("  SQL path, plan from empty table", st, "SQL-only DELETE..RETURNING", c, st / c, "(#{r["drain_#{t}_stale_n"]} jobs, info)", nil) if st
 end
+if (t = num(r["drain_tls"])) && (p = num(r["drain_plain"]))
+  add.("drain list over TLS (jobs/s)", t, "same run, plain TCP", p, t / p, "tls/plain >= 0.80", t / p >= 0.80)
+end
+if (w = num(r["drain_replicas_1"])) && (z = num(r["drain_replicas_0"]))
+  add.("drain list, min_replicas=1 (jobs/s)", w, "min_replicas=0, replica attached", z, w / z, "(WAIT per batch, info)", nil)
+end
 [["one", "stage 1 job/tx (tps)", "plain INSERT", 1.15], ["batch", "stage 100 jobs/tx (tps)", "multi-row INSERT of 100", 1.20]].each do |form, label, cmp, limit|
   j, p = num(r["stage_#{form}_jobbuf"]), num(r["stage_#{form}_plain"])
   next unless j

@@ -14,8 +14,9 @@
 #   BENCH_SUSTAIN_SECONDS [60]     each sustained run (normal, then with a held transaction; 600 for the full run)
 #   BENCH_SUSTAIN_RATE []          jobs/s offered in the sustained runs [70% of what staging and drain sustain together]
 #   BENCH_FSYNC [off]              fsync of the benchmark cluster (synchronous_commit is always on)
-#   BENCH_PHASES [drain staging latency sustain activejob]   a subset to run; add "profile" for a perf profile
+#   BENCH_PHASES [drain staging latency sustain activejob redisprod]   a subset to run; add "profile" for a perf profile
 #   BENCH_AJ_SECONDS [5] BENCH_AJ_ROUNDS [2]   each run and the rounds of the activejob phase
+#   BENCH_REDISPROD_JOBS [BENCH_JOBS/4]  jobs per drain of the redisprod phase (TLS vs plain, min_replicas)
 #   BENCH_BUILD [1]                0: skip `make && make install` (use the installed extension)
 #   BENCH_PG_CONF []               extra postgresql.conf lines (diagnostics, e.g. auto_explain)
 #   JB_KEEP [] (harness)           keep the run directory (logs, perf data) after the run
@@ -32,7 +33,7 @@ BENCH_LAT_SECONDS=${BENCH_LAT_SECONDS:-10}
 BENCH_SUSTAIN_SECONDS=${BENCH_SUSTAIN_SECONDS:-60}
 BENCH_SUSTAIN_RATE=${BENCH_SUSTAIN_RATE:-}
 BENCH_FSYNC=${BENCH_FSYNC:-off}
-BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain activejob}
+BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain activejob redisprod}
 BENCH_BUILD=${BENCH_BUILD:-1}
 
 say() { printf '\n== %s  [%s]\n' "$*" "$(date +%T)"; }
@@ -420,12 +421,71 @@ phase_activejob() {
   BENCH_RESULTS=$RESULTS ruby bench/activejob.rb || fail "bench/activejob.rb"
 }
 
+# --- production Redis: TLS vs plain TCP, and WAIT for a replica ----------------------------
+# The same redis-server takes a TLS port too (CONFIG SET, certificates from
+# test/harness/tls_certs.sh): each pair of drains differs only in what it measures.
+redisprod_drain() {  # redisprod_drain LABEL: one list drain of BENCH_REDISPROD_JOBS jobs, the figure in results
+  local key=jobbuf:bench_list n s out
+  worker_enabled off
+  prestage jobbuf.jobs bench_list "$BENCH_REDISPROD_JOBS"
+  jb_redis del "$key" >/dev/null
+  out=$(ruby bench/drain_timer.rb jobbuf "$key" "$BENCH_REDISPROD_JOBS" 900) || fail "drain ($1)"
+  read -r n s <<<"$out"
+  wait_queue_empty bench_list 60 || fail "jobbuf.jobs still holds jobs after the drain ($1)"
+  echo "$1: $n jobs in ${s}s: $(div "$n" "$s") jobs/s"
+  result "drain_$1" "$(div "$n" "$s")"
+  jb_redis unlink "$key" >/dev/null
+}
+redisprod_url() {
+  jb_sql "ALTER SYSTEM SET jobbuf.redis_url = '$1'" >/dev/null
+}
+phase_redisprod() {
+  BENCH_REDISPROD_JOBS=${BENCH_REDISPROD_JOBS:-$((BENCH_JOBS / 4))}
+  local certs=$JB_RUN/tls tls_port replica_port round
+  source "$ROOT/test/harness/tls_certs.sh"
+  jb_make_tls_certs "$certs" || fail "making TLS certificates"
+  tls_port=$(jb_free_port)
+  jb_redis CONFIG SET tls-cert-file "$certs/server.crt" tls-key-file "$certs/server.key" \
+    tls-ca-cert-file "$certs/ca.crt" tls-auth-clients no >/dev/null || fail "redis TLS settings"
+  jb_redis CONFIG SET tls-port "$tls_port" >/dev/null || fail "redis TLS port"
+  jb_sql "ALTER SYSTEM SET jobbuf.redis_tls_ca_file = '$certs/ca.crt'" >/dev/null
+  for round in $(seq 1 "$BENCH_DRAIN_ROUNDS"); do
+    say "redisprod, round $round: list drain over plain TCP, then over TLS ($BENCH_REDISPROD_JOBS jobs each)"
+    redisprod_url "redis://127.0.0.1:$JB_REDIS_PORT/0"
+    redisprod_drain plain
+    redisprod_url "rediss://localhost:$tls_port/0"
+    redisprod_drain tls
+  done
+  redisprod_url "redis://127.0.0.1:$JB_REDIS_PORT/0"
+
+  replica_port=$(jb_free_port)
+  mkdir -p "$JB_RUN/replica"
+  redis-server --port "$replica_port" --bind 127.0.0.1 --dir "$JB_RUN/replica" --save '' --appendonly no \
+    --replicaof 127.0.0.1 "$JB_REDIS_PORT" --logfile "$JB_RUN/replica/redis.log" --daemonize no &
+  BG_PIDS+=($!)
+  jb_wait_until "redis-cli -p $replica_port INFO replication 2>/dev/null | grep -q master_link_status:up" 30 \
+    || fail "the replica did not sync"
+  for round in $(seq 1 "$BENCH_DRAIN_ROUNDS"); do
+    say "redisprod, round $round: list drain with a replica attached, jobbuf.redis_min_replicas = 0 then 1"
+    jb_sql "ALTER SYSTEM SET jobbuf.redis_min_replicas = 0" >/dev/null
+    redisprod_drain replicas_0
+    jb_sql "ALTER SYSTEM SET jobbuf.redis_min_replicas = 1" >/dev/null
+    redisprod_drain replicas_1
+  done
+  jb_sql "ALTER SYSTEM RESET jobbuf.redis_min_replicas" >/dev/null
+  jb_sql "ALTER SYSTEM RESET jobbuf.redis_url" >/dev/null
+  jb_sql "ALTER SYSTEM RESET jobbuf.redis_tls_ca_file" >/dev/null
+  jb_redis CONFIG SET tls-port 0 >/dev/null
+  worker_enabled on
+}
+
 has_phase drain && phase_drain
 has_phase staging && { say "staging cost (pgbench -M prepared, 8 clients, ${BENCH_STAGE_SECONDS}s per run, worker running)"; phase_staging; }
 has_phase latency && phase_latency
 has_phase sustain && phase_sustain
 has_phase profile && phase_profile
 has_phase activejob && phase_activejob
+has_phase redisprod && phase_redisprod
 
 say "summary"
 echo "uptime at end: $(uptime)"

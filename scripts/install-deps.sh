@@ -8,6 +8,7 @@ packages=(
   postgresql-15 postgresql-server-dev-15 postgresql-contrib
   postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
   libhiredis-dev redis-server redis-tools
+  libssl-dev openssl redis-sentinel
   libgtest-dev
   ruby ruby-sidekiq ruby-pg ruby-redis
   procps iproute2 util-linux

@@ -2,6 +2,7 @@
 // SET / reload time with the reason, so the worker never meets it.
 #include "pg_includes.h"
 
+#include "redis/endpoint.h"
 #include "redis/url_check.h"
 #include "settings.h"
 
@@ -18,6 +19,19 @@ int jobbuf_batch_max_bytes = 16 * 1024 * 1024;
 int jobbuf_poll_interval = 1000;
 int jobbuf_redis_timeout = 2000;
 bool jobbuf_enabled = true;
+int jobbuf_redis_tls_verify = static_cast<int>(jobbuf::redis::TlsOptions::Verify::Full);
+char* jobbuf_redis_tls_ca_file = nullptr;
+char* jobbuf_redis_tls_cert_file = nullptr;
+char* jobbuf_redis_tls_key_file = nullptr;
+char* jobbuf_redis_sentinel_password_file = nullptr;
+int jobbuf_redis_min_replicas = 0;
+
+static const struct config_enum_entry tls_verify_options[] = {
+    {"full", static_cast<int>(jobbuf::redis::TlsOptions::Verify::Full), false},
+    {"ca", static_cast<int>(jobbuf::redis::TlsOptions::Verify::Ca), false},
+    {"none", static_cast<int>(jobbuf::redis::TlsOptions::Verify::None), false},
+    {nullptr, 0, false},
+};
 
 static bool check_redis_url(char** newval, void** extra, GucSource source)
 {
@@ -43,6 +57,38 @@ static bool check_database(char** newval, void** extra, GucSource source)
     return true;
 }
 
+// TLS (rediss://), Sentinel and replica acknowledgement: read by the worker at each reload.
+static void define_production_redis_settings(void)
+{
+    DefineCustomEnumVariable(
+        "jobbuf.redis_tls_verify", "How the worker checks the Redis server's TLS certificate (rediss://).",
+        "full: the chain and the host name (or IP address); ca: the chain only; none: nothing.",
+        &jobbuf_redis_tls_verify, static_cast<int>(jobbuf::redis::TlsOptions::Verify::Full), tls_verify_options,
+        PGC_SIGHUP, GUC_SUPERUSER_ONLY, nullptr, nullptr, nullptr);
+    DefineCustomStringVariable(
+        "jobbuf.redis_tls_ca_file", "PEM file of the CA certificates that sign the Redis server's certificate.",
+        "Empty: the system trust store.", &jobbuf_redis_tls_ca_file, "", PGC_SIGHUP, GUC_SUPERUSER_ONLY,
+        nullptr, nullptr, nullptr);
+    DefineCustomStringVariable(
+        "jobbuf.redis_tls_cert_file", "PEM file of the client certificate the worker presents to Redis (mutual TLS).",
+        "Empty: none.", &jobbuf_redis_tls_cert_file, "", PGC_SIGHUP, GUC_SUPERUSER_ONLY, nullptr, nullptr, nullptr);
+    DefineCustomStringVariable(
+        "jobbuf.redis_tls_key_file", "PEM file of the private key of jobbuf.redis_tls_cert_file (not encrypted).",
+        "Empty: the key is in jobbuf.redis_tls_cert_file.", &jobbuf_redis_tls_key_file, "", PGC_SIGHUP,
+        GUC_SUPERUSER_ONLY, nullptr, nullptr, nullptr);
+    DefineCustomStringVariable(
+        "jobbuf.redis_sentinel_password_file",
+        "File holding the password of the Redis sentinels (first line), for redis+sentinel:// URLs.",
+        "Empty: the sentinels need no password.", &jobbuf_redis_sentinel_password_file, "", PGC_SIGHUP,
+        GUC_SUPERUSER_ONLY, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "jobbuf.redis_min_replicas",
+        "Replicas that must acknowledge each unit (WAIT) before the worker deletes its jobs.",
+        "0: no WAIT. A unit not acknowledged within jobbuf.redis_timeout keeps its jobs staged; the delivery marker "
+        "decides later whether they were delivered.",
+        &jobbuf_redis_min_replicas, 0, 0, 16, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+}
+
 void jobbuf_define_settings(void)
 {
     DefineCustomStringVariable(
@@ -55,7 +101,8 @@ void jobbuf_define_settings(void)
 
     DefineCustomStringVariable(
         "jobbuf.redis_url", "Redis server the jobbuf worker pushes jobs to.",
-        "redis://[[user]:password@]host[:port][/db] or unix:///path[?db=N]",
+        "redis[s]://[[user]:password@]host[:port][/db], unix:///path[?db=N], or "
+        "redis[s]+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]",
         &jobbuf_redis_url, "redis://127.0.0.1:6379/0", PGC_SIGHUP, GUC_SUPERUSER_ONLY,
         check_redis_url, nullptr, nullptr);
 
@@ -92,25 +139,57 @@ void jobbuf_define_settings(void)
         "jobbuf.enabled", "Whether the worker delivers jobs (staging continues either way).",
         nullptr, &jobbuf_enabled, true, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
 
+    define_production_redis_settings();
+
     MarkGUCPrefixReserved("jobbuf");
 }
 
-bool read_redis_password(char* buf, size_t len, char* error, size_t error_len)
+// Reads the first line of the file that `setting` names (without its end of line) into buf.
+static bool read_secret_file(const char* setting, const char* path, char* buf, size_t len, char* error,
+                             size_t error_len)
 {
     buf[0] = '\0';
-    if (jobbuf_redis_password_file == nullptr || jobbuf_redis_password_file[0] == '\0')
+    if (path == nullptr || path[0] == '\0')
         return true;
-    FILE* file = AllocateFile(jobbuf_redis_password_file, "r");
+    FILE* file = AllocateFile(path, "r");
     if (file == nullptr) {
-        snprintf(error, error_len, "cannot read jobbuf.redis_password_file \"%s\": %m", jobbuf_redis_password_file);
+        snprintf(error, error_len, "cannot read %s \"%s\": %m", setting, path);
         return false;
     }
     bool ok = fgets(buf, static_cast<int>(len), file) != nullptr;
     FreeFile(file);
     if (!ok) {
-        snprintf(error, error_len, "jobbuf.redis_password_file \"%s\" is empty", jobbuf_redis_password_file);
+        snprintf(error, error_len, "%s \"%s\" is empty", setting, path);
         return false;
     }
     buf[strcspn(buf, "\r\n")] = '\0';
     return true;
+}
+
+bool read_redis_password(char* buf, size_t len, char* error, size_t error_len)
+{
+    return read_secret_file("jobbuf.redis_password_file", jobbuf_redis_password_file, buf, len, error, error_len);
+}
+
+bool read_sentinel_password(char* buf, size_t len, char* error, size_t error_len)
+{
+    return read_secret_file("jobbuf.redis_sentinel_password_file", jobbuf_redis_sentinel_password_file, buf, len,
+                            error, error_len);
+}
+
+jobbuf::redis::SessionSettings redis_session_settings(const char* password, const char* sentinel_password,
+                                                      const char* client_name)
+{
+    jobbuf::redis::SessionSettings settings;
+    settings.redis_url = jobbuf_redis_url;
+    settings.password = password[0] != '\0' ? password : nullptr;
+    settings.sentinel_password = sentinel_password;
+    settings.timeout_ms = jobbuf_redis_timeout;
+    settings.client_name = client_name;
+    settings.tls_verify = jobbuf_redis_tls_verify;
+    settings.tls_ca_file = jobbuf_redis_tls_ca_file;
+    settings.tls_cert_file = jobbuf_redis_tls_cert_file;
+    settings.tls_key_file = jobbuf_redis_tls_key_file;
+    settings.min_replicas = jobbuf_redis_min_replicas;
+    return settings;
 }

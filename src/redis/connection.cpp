@@ -98,11 +98,16 @@ RedisStatus explain_closed_connection(ByteStream& stream, redisReader* reader, s
 // hears of each byte moved; it waits for what the blocked operations asked for (a TLS write may
 // need to read first).
 RedisStatus round_trip(ByteStream& stream, redisReader* reader, const CommandBatch& batch, std::size_t count,
-                       std::vector<RedisReply>* replies, IoDeadline& dl, IoWaiter& waiter)
+                       std::vector<RedisReply>* replies, IoDeadline& dl, IoWaiter& waiter,
+                       const CommandBatch* then = nullptr)
 {
     replies->clear();
     replies->reserve(count);
-    const std::vector<std::string_view> pieces = batch.pieces();
+    std::vector<std::string_view> pieces = batch.pieces();
+    if (then != nullptr) {
+        std::vector<std::string_view> more = then->pieces();
+        pieces.insert(pieces.end(), more.begin(), more.end());
+    }
     std::size_t piece = 0, off = 0;  // the next byte to send: pieces[piece][off]
     std::unique_ptr<char[]> buf;
     for (;;) {
@@ -231,14 +236,15 @@ RedisStatus RedisConnection::connect(const RedisEndpoint& endpoint, long timeout
 }
 
 RedisStatus RedisConnection::execute(const CommandBatch& batch, std::vector<RedisReply>* replies, long timeout_ms,
-                                     IoWaiter& waiter) noexcept
+                                     IoWaiter& waiter, const CommandBatch* then) noexcept
 {
     try {
         if (!stream_) return io_failure(Code::IoError, "not connected to Redis");
         std::vector<RedisReply> scratch;
         IoDeadline dl(timeout_ms, IoDeadline::Kind::NoProgress);
-        RedisStatus st = round_trip(*stream_, static_cast<redisReader*>(reader_), batch, batch.command_count(),
-                                    replies != nullptr ? replies : &scratch, dl, waiter);
+        std::size_t count = batch.command_count() + (then != nullptr ? then->command_count() : 0);
+        RedisStatus st = round_trip(*stream_, static_cast<redisReader*>(reader_), batch, count,
+                                    replies != nullptr ? replies : &scratch, dl, waiter, then);
         if (!st.ok()) close();
         return st;
     } catch (...) {

@@ -12,6 +12,7 @@
 #include "redis/delivery.h"
 #include "redis/drain_session.h"
 #include "redis/endpoint.h"
+#include "redis/net/sentinel_locator.h"
 
 namespace jobbuf::redis {
 
@@ -19,9 +20,12 @@ class DrainSession {
 public:
     RedisConnection connection;
     RedisEndpoint endpoint;
-    std::string url;
+    std::string url;  // every setting the connection depends on, to tell whether it changed
+    std::string sentinel_password;
+    SentinelCursor sentinels;  // which sentinel to ask first, and the master it named
     std::string marker_key;
     long timeout_ms = 2000;
+    int min_replicas = 0;
     bool configured = false;
     std::vector<std::int64_t> marker_ids;
     std::vector<JobOutcome> last_outcomes;  // of the last deliver
@@ -85,6 +89,62 @@ SessionReport out_of_memory()
     return report_of(SessionReport::Status::Unavailable, "out of memory in the Redis client");
 }
 
+// WAIT's own timeout is jobbuf.redis_timeout; the round trip that carries it may wait this much
+// longer, so that Redis's answer, not the client's clock, says whether replicas acknowledged.
+constexpr long kWaitMarginMs = 1000;
+
+long round_trip_limit(const DrainSession* session)
+{
+    return session->min_replicas > 0 ? session->timeout_ms * 2 + kWaitMarginMs : session->timeout_ms;
+}
+
+// WAIT <min_replicas> <timeout>, sent after the writes it must see acknowledged; none (null)
+// without min_replicas.
+const CommandBatch* replica_wait(const DrainSession* session, CommandBatch* wait)
+{
+    if (session->min_replicas <= 0) return nullptr;
+    wait->add({"WAIT", std::to_string(session->min_replicas), std::to_string(session->timeout_ms)});
+    return wait;
+}
+
+// Takes WAIT's reply (the last one) out of replies: Ok when enough replicas acknowledged `what`.
+SessionReport take_replica_wait(const DrainSession* session, std::vector<RedisReply>* replies, const char* what)
+{
+    if (session->min_replicas <= 0) return {};
+    RedisReply wait = std::move(replies->back());
+    replies->pop_back();
+    if (wait.type == RedisReply::Type::Integer && wait.integer >= session->min_replicas) return {};
+    std::string text = std::string(what) + ": ";
+    if (wait.type == RedisReply::Type::Integer)
+        text += std::to_string(wait.integer) + " of jobbuf.redis_min_replicas = " +
+                std::to_string(session->min_replicas) + " replica(s) acknowledged it within " +
+                std::to_string(session->timeout_ms) + " ms; its jobs stay staged until a replica has it";
+    else
+        text += "WAIT failed: " + (wait.is_error() ? wait.str : std::string("unexpected reply"));
+    return report_of(SessionReport::Status::Unavailable, text);
+}
+
+bool says_readonly(const RedisReply& reply)
+{
+    if (reply.is_error())
+        return reply.str.rfind("READONLY", 0) == 0 || reply.str.find("replica instances") != std::string::npos;
+    for (const RedisReply& element : reply.elements)
+        if (says_readonly(element)) return true;
+    return false;
+}
+
+// A server that answers READONLY is a replica now (a failover demoted it): the connection is
+// dropped so that the next connect finds the master again (through the sentinels for a
+// Sentinel endpoint).
+void leave_a_replica(DrainSession* session, const std::vector<RedisReply>& replies)
+{
+    for (const RedisReply& reply : replies)
+        if (says_readonly(reply)) {
+            session->connection.close();
+            return;
+        }
+}
+
 }  // namespace
 
 DrainSession* drain_session_create() noexcept
@@ -101,28 +161,36 @@ void drain_session_destroy(DrainSession* session) noexcept
     delete session;
 }
 
-SessionReport drain_session_configure(DrainSession* session, const char* redis_url,
-                                      const char* password, long timeout_ms,
-                                      const char* client_name) noexcept
+SessionReport drain_session_configure(DrainSession* session, const SessionSettings& settings) noexcept
 {
     try {
-        session->timeout_ms = timeout_ms;
-        session->client_name = client_name;
-        std::string effective = std::string(redis_url) + '\n' + (password ? password : "");
+        session->timeout_ms = settings.timeout_ms;
+        session->client_name = settings.client_name;
+        session->min_replicas = settings.min_replicas;
+        std::string effective = std::string(settings.redis_url) + '\n' + (settings.password ? settings.password : "") +
+                                '\n' + (settings.sentinel_password ? settings.sentinel_password : "") + '\n' +
+                                std::to_string(settings.tls_verify) + '\n' + settings.tls_ca_file + '\n' +
+                                settings.tls_cert_file + '\n' + settings.tls_key_file;
         if (session->configured && session->url == effective)
             return {};
         RedisEndpoint endpoint;
         std::string error;
-        if (!parse_redis_url(redis_url, &endpoint, &error)) {
+        if (!parse_redis_url(settings.redis_url, &endpoint, &error)) {
             session->configured = false;
             session->connection.close();
             return report_of(SessionReport::Status::BadConfig, "jobbuf.redis_url: " + error);
         }
-        if (password != nullptr)
-            endpoint.password = password;
+        if (settings.password != nullptr)
+            endpoint.password = settings.password;
+        endpoint.tls_options.verify = static_cast<TlsOptions::Verify>(settings.tls_verify);
+        endpoint.tls_options.ca_file = settings.tls_ca_file;
+        endpoint.tls_options.cert_file = settings.tls_cert_file;
+        endpoint.tls_options.key_file = settings.tls_key_file;
         session->connection.close();
         session->refused_bulk_bytes = kDefaultMaxBulkBytes;  // another server: learn again
         session->endpoint = endpoint;
+        session->sentinel_password = settings.sentinel_password ? settings.sentinel_password : "";
+        session->sentinels = SentinelCursor();
         session->url = effective;
         session->configured = true;
         return {};
@@ -140,7 +208,8 @@ SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, boo
     if (session->connection.connected())
         return {};
     try {
-        RedisStatus status = session->connection.connect(session->endpoint, session->timeout_ms, waiter);
+        RedisStatus status = connect_to_master(session->connection, session->endpoint, session->sentinel_password,
+                                               session->timeout_ms, waiter, &session->sentinels);
         if (!status.ok()) {
             auto kind = status.code == RedisStatus::Code::Interrupted ? SessionReport::Status::Interrupted
                                                                       : SessionReport::Status::Unavailable;
@@ -205,11 +274,44 @@ void drain_session_unconfigure(DrainSession* session) noexcept
 void drain_session_describe(const DrainSession* session, char* out, std::size_t out_len) noexcept
 {
     try {
-        std::snprintf(out, out_len, "%s", session->configured ? session->endpoint.redacted().c_str() : "(invalid jobbuf.redis_url)");
+        std::string text = session->configured ? session->endpoint.redacted() : "(invalid jobbuf.redis_url)";
+        if (session->configured && !session->sentinels.master.empty()) text += " (master " + session->sentinels.master + ")";
+        std::snprintf(out, out_len, "%s", text.c_str());
     } catch (...) {
         std::snprintf(out, out_len, "(redis)");
     }
 }
+
+namespace {
+
+// SET <marker> value, followed by WAIT when replicas must acknowledge it.
+SessionReport set_marker(DrainSession* session, IoWaiter& waiter, const std::string& value, const char* doing)
+{
+    CommandBatch batch;
+    batch.add({"SET", session->marker_key, value});
+    CommandBatch wait;
+    std::vector<RedisReply> replies;
+    RedisStatus status = session->connection.execute(batch, &replies, round_trip_limit(session), waiter,
+                                                     replica_wait(session, &wait));
+    if (!status.ok())
+        return report_failure(status, doing);
+    leave_a_replica(session, replies);
+    SessionReport acknowledged = take_replica_wait(session, &replies, doing);
+    if (replies.at(0).is_error())
+        return report_of(SessionReport::Status::Refused, std::string(doing) + ": " + replies[0].str);
+    return acknowledged;
+}
+
+// With min_replicas: the marker read from the master counts only once that many replicas have
+// it. WAIT covers every write before this connection's last one, and a connection that wrote
+// nothing yet has nothing to wait for: the marker is written again (same value), then WAIT.
+SessionReport confirm_on_replicas(DrainSession* session, IoWaiter& waiter, const std::string& value)
+{
+    if (session->min_replicas <= 0) return {};
+    return set_marker(session, waiter, value, "confirming the delivery marker on replicas");
+}
+
+}  // namespace
 
 SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter,
                                         const std::int64_t** ids, std::size_t* count) noexcept
@@ -227,6 +329,10 @@ SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter,
             if (!parse_marker(reply.str, &session->marker_ids))
                 return report_of(SessionReport::Status::Refused,
                                  "the delivery marker " + session->marker_key + " is malformed");
+            if (!session->marker_ids.empty()) {
+                SessionReport confirmed = confirm_on_replicas(session, waiter, reply.str);
+                if (confirmed.status != SessionReport::Status::Ok) return confirmed;
+            }
         } else if (reply.type != RedisReply::Type::Nil) {
             return report_of(SessionReport::Status::Refused,
                              "reading the delivery marker " + session->marker_key + ": " +
@@ -245,17 +351,8 @@ SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter
                                          const std::int64_t* ids, std::size_t count) noexcept
 {
     try {
-        CommandBatch batch;
         std::string value = format_marker(std::vector<std::int64_t>(ids, ids + count));
-        batch.add({"SET", session->marker_key, value});
-        std::vector<RedisReply> replies;
-        RedisStatus status = session->connection.execute(batch, &replies, session->timeout_ms, waiter);
-        if (!status.ok())
-            return report_failure(status, "rewriting the delivery marker");
-        if (replies.at(0).is_error())
-            return report_of(SessionReport::Status::Refused,
-                             "rewriting the delivery marker: " + replies[0].str);
-        return {};
+        return set_marker(session, waiter, value, "rewriting the delivery marker");
     } catch (...) {
         session->connection.close();
         return out_of_memory();
@@ -275,8 +372,10 @@ SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
                            session->max_bulk_bytes))
             return report_of(SessionReport::Status::Unavailable, error);
 
+        CommandBatch wait;
         std::vector<RedisReply> replies;
-        RedisStatus status = session->connection.execute(plan.batch, &replies, session->timeout_ms, waiter);
+        RedisStatus status = session->connection.execute(plan.batch, &replies, round_trip_limit(session), waiter,
+                                                         replica_wait(session, &wait));
         if (status.code == RedisStatus::Code::RequestRefused) {
             std::size_t largest = 0;
             for (const StagedJob& job : batch_jobs) largest = std::max(largest, job.payload.size());
@@ -290,6 +389,10 @@ SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
         }
         if (!status.ok())
             return report_failure(status, "pushing a batch");
+        leave_a_replica(session, replies);
+        SessionReport acknowledged = take_replica_wait(session, &replies, "pushing a batch");
+        if (acknowledged.status != SessionReport::Status::Ok)
+            return acknowledged;
 
         session->last_outcomes.clear();
         std::vector<JobOutcome>& outcomes = session->last_outcomes;

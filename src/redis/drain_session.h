@@ -33,12 +33,23 @@ class DrainSession;
 DrainSession* drain_session_create() noexcept;
 void drain_session_destroy(DrainSession* session) noexcept;
 
-// (Re)configures the endpoint and timeouts, and the name of the worker's connections (see
-// connection_fence.h); drops the connection when the URL or password changed. password, when
-// not NULL, replaces the URL's (it comes from jobbuf.redis_password_file).
-SessionReport drain_session_configure(DrainSession* session, const char* redis_url,
-                                      const char* password, long timeout_ms,
-                                      const char* client_name) noexcept;
+// The worker's Redis settings (jobbuf.redis_*), as plain C data owned by the caller.
+struct SessionSettings {
+    const char* redis_url = "";
+    const char* password = nullptr;           // when not NULL, replaces the URL's (jobbuf.redis_password_file)
+    const char* sentinel_password = nullptr;  // AUTH to the sentinels (jobbuf.redis_sentinel_password_file)
+    long timeout_ms = 2000;
+    const char* client_name = "";             // names the worker's connections (connection_fence.h)
+    int tls_verify = 0;                       // TlsOptions::Verify as int
+    const char* tls_ca_file = "";
+    const char* tls_cert_file = "";
+    const char* tls_key_file = "";
+    int min_replicas = 0;  // WAIT for this many replicas after each unit (0: no WAIT)
+};
+
+// (Re)configures the session; drops the connection when anything that the connection depends
+// on (URL, passwords, TLS files and mode) changed.
+SessionReport drain_session_configure(DrainSession* session, const SessionSettings& settings) noexcept;
 
 // Sets the key of the batch marker; true when it changed (the caller then reconciles).
 bool drain_session_set_marker_key(DrainSession* session, const char* marker_key) noexcept;
@@ -63,11 +74,14 @@ void drain_session_unconfigure(DrainSession* session) noexcept;
 void drain_session_describe(const DrainSession* session, char* out, std::size_t out_len) noexcept;
 
 // Reads the marker: the ids of the last batch Redis accepted. On Ok, *ids/*count describe an
-// array owned by the session, valid until the next call.
+// array owned by the session, valid until the next call. With min_replicas, a marker is trusted
+// only once that many replicas acknowledged it (it is written again, then WAIT): otherwise
+// Unavailable, and the jobs it names stay staged.
 SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter,
                                         const std::int64_t** ids, std::size_t* count) noexcept;
 
-// Replaces the marker with the given ids (after a partially failed batch: only what Redis took).
+// Replaces the marker with the given ids (after a partially failed batch: only what Redis took),
+// acknowledged by min_replicas replicas.
 SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter,
                                          const std::int64_t* ids, std::size_t count) noexcept;
 
@@ -77,6 +91,10 @@ SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter
 // When Redis answers the unit with a protocol error and closes the connection (a bulk string
 // over its limit that CONFIG GET could not tell), the limit is lowered below the unit's largest
 // payload and the report is Refused: the next attempt leaves that job out instead of looping.
+// With min_replicas, the unit is followed by WAIT in the same round trip; fewer replicas than
+// that acknowledging it within the timeout is Unavailable (the jobs stay staged; the marker
+// decides at the next reconciliation). A READONLY reply (the server became a replica) drops the
+// connection, so that the next connect asks the sentinels again.
 SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
                                     const QueueTarget* target, const StagedJob* jobs,
                                     std::size_t count, double now_epoch, JobResult* results,

@@ -14,7 +14,11 @@ namespace jobbuf::redis {
 namespace {
 
 constexpr std::string_view kRedisScheme = "redis://";
+constexpr std::string_view kTlsScheme = "rediss://";
+constexpr std::string_view kSentinelScheme = "redis+sentinel://";
+constexpr std::string_view kTlsSentinelScheme = "rediss+sentinel://";
 constexpr std::string_view kUnixScheme = "unix://";
+constexpr int kSentinelDefaultPort = 26379;
 
 int hex_value(char c)
 {
@@ -193,15 +197,58 @@ bool parse_host_part(std::string_view rest, RedisEndpoint* ep, std::string* erro
     return true;
 }
 
+// Removes "[[user]:password@]" from the front of rest into ep. The last '@' ends the
+// credentials: a password may contain unescaped '@' or '/'.
+bool take_credentials(std::string_view* rest, RedisEndpoint* ep, std::string* error)
+{
+    std::size_t at = rest->rfind('@');
+    if (at == std::string_view::npos) return true;
+    if (!parse_userinfo(rest->substr(0, at), ep, error)) return false;
+    rest->remove_prefix(at + 1);
+    return true;
+}
+
 bool parse_tcp(std::string_view rest, RedisEndpoint* ep, std::string* error)
 {
-    // The last '@' ends the credentials: a password may contain unescaped '@' or '/'.
-    std::size_t at = rest.rfind('@');
-    if (at != std::string_view::npos) {
-        if (!parse_userinfo(rest.substr(0, at), ep, error)) return false;
-        rest.remove_prefix(at + 1);
+    return take_credentials(&rest, ep, error) && parse_host_part(rest, ep, error);
+}
+
+// host[:port][,host[:port]...]/master[/db]
+bool parse_sentinel(std::string_view rest, RedisEndpoint* ep, std::string* error)
+{
+    ep->kind = RedisEndpoint::Kind::Sentinel;
+    if (!take_credentials(&rest, ep, error)) return false;
+    std::size_t slash = rest.find('/');
+    std::string_view hosts = rest.substr(0, slash);
+    std::string_view path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+    while (true) {
+        std::size_t comma = hosts.find(',');
+        RedisEndpoint one;
+        one.port = kSentinelDefaultPort;
+        if (!parse_host_part(hosts.substr(0, comma), &one, error)) return false;
+        ep->sentinels.push_back({one.host, one.port});
+        if (comma == std::string_view::npos) break;
+        hosts.remove_prefix(comma + 1);
     }
-    return parse_host_part(rest, ep, error);
+    std::size_t db_slash = path.find('/');
+    std::string_view name = path.substr(0, db_slash);
+    if (name.empty()) {
+        *error = "Redis Sentinel URL must name the master: redis+sentinel://host[:port][,host[:port]...]/master[/db]";
+        return false;
+    }
+    for (char c : name)
+        if (!is_host_char(c)) {
+            *error = "invalid master name in Redis Sentinel URL (letters, digits, '-', '.', '_')";
+            return false;
+        }
+    ep->master_name.assign(name);
+    ep->host.clear();
+    ep->port = 0;
+    if (db_slash != std::string_view::npos) {
+        std::string_view db = path.substr(db_slash + 1);
+        if (!db.empty() && !parse_db(db, &ep->db, error)) return false;
+    }
+    return true;
 }
 
 // unix://[[user]:password@]/path[?db=N]  (credentials, when present, end at the first "@/")
@@ -257,7 +304,7 @@ std::string bad_scheme_message(std::string_view url)
     std::size_t sep = url.find("://");
     std::string msg = "unsupported Redis URL";
     // Only a short word of letters is quoted back: whatever else stands there could be a secret.
-    if (sep != std::string_view::npos && sep > 0 && sep <= 12) {
+    if (sep != std::string_view::npos && sep > 0 && sep <= 20) {
         std::string_view scheme = url.substr(0, sep);
         bool word = true;
         for (char c : scheme)
@@ -266,10 +313,10 @@ std::string bad_scheme_message(std::string_view url)
             msg = "unsupported Redis URL scheme \"";
             msg.append(scheme);
             msg += "\"";
-            if (starts_with_nocase(scheme, "rediss")) msg += " (TLS is not supported)";
         }
     }
-    msg += ": expected redis://[[user]:password@]host[:port][/db] or unix:///path[?db=N]";
+    msg += ": expected redis[s]://[[user]:password@]host[:port][/db], unix:///path[?db=N] or "
+           "redis[s]+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]";
     return msg;
 }
 
@@ -288,6 +335,14 @@ bool parse_redis_url(const char* url, RedisEndpoint* out, std::string* error) no
         bool ok;
         if (starts_with_nocase(text, kRedisScheme)) {
             ok = parse_tcp(text.substr(kRedisScheme.size()), &ep, error);
+        } else if (starts_with_nocase(text, kTlsScheme)) {
+            ep.tls = true;
+            ok = parse_tcp(text.substr(kTlsScheme.size()), &ep, error);
+        } else if (starts_with_nocase(text, kSentinelScheme)) {
+            ok = parse_sentinel(text.substr(kSentinelScheme.size()), &ep, error);
+        } else if (starts_with_nocase(text, kTlsSentinelScheme)) {
+            ep.tls = true;
+            ok = parse_sentinel(text.substr(kTlsSentinelScheme.size()), &ep, error);
         } else if (starts_with_nocase(text, kUnixScheme)) {
             ok = parse_unix(text.substr(kUnixScheme.size()), &ep, error);
         } else {
@@ -305,6 +360,27 @@ bool parse_redis_url(const char* url, RedisEndpoint* out, std::string* error) no
     }
 }
 
+namespace {
+
+void append_number(std::string* out, int value)
+{
+    char num[16];
+    auto res = std::to_chars(num, num + sizeof num, value);
+    out->append(num, res.ptr);
+}
+
+void append_host_port(std::string* out, const std::string& host, int port)
+{
+    bool v6 = host.find(':') != std::string::npos;
+    if (v6) *out += '[';
+    *out += host;
+    if (v6) *out += ']';
+    *out += ':';
+    append_number(out, port);
+}
+
+}  // namespace
+
 std::string RedisEndpoint::redacted() const
 {
     std::string out;
@@ -316,30 +392,31 @@ std::string RedisEndpoint::redacted() const
         percent_encode(user, &credentials);
         credentials += "@";
     }
-    char num[16];
     if (kind == Kind::Unix) {
         out = "unix://";
         out += credentials;
         out += socket_path;
         if (db != 0) {
-            auto res = std::to_chars(num, num + sizeof num, db);
             out += "?db=";
-            out.append(num, res.ptr);
+            append_number(&out, db);
         }
         return out;
     }
-    out = "redis://";
+    out = tls ? "rediss" : "redis";
+    out += kind == Kind::Sentinel ? "+sentinel://" : "://";
     out += credentials;
-    bool v6 = host.find(':') != std::string::npos;
-    if (v6) out += '[';
-    out += host;
-    if (v6) out += ']';
-    auto res = std::to_chars(num, num + sizeof num, port);
-    out += ':';
-    out.append(num, res.ptr);
-    res = std::to_chars(num, num + sizeof num, db);
+    if (kind == Kind::Sentinel) {
+        for (std::size_t i = 0; i < sentinels.size(); ++i) {
+            if (i > 0) out += ',';
+            append_host_port(&out, sentinels[i].host, sentinels[i].port);
+        }
+        out += '/';
+        out += master_name;
+    } else {
+        append_host_port(&out, host, port);
+    }
     out += '/';
-    out.append(num, res.ptr);
+    append_number(&out, db);
     return out;
 }
 

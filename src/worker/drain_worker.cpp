@@ -88,18 +88,20 @@ void publish_worker(void)
 void apply_settings(void)
 {
     char password[1024];
+    char sentinel_password[1024];
     char error[512];
     SessionReport report;
-    if (!read_redis_password(password, sizeof(password), error, sizeof(error))) {
+    if (!read_redis_password(password, sizeof(password), error, sizeof(error)) ||
+        !read_sentinel_password(sentinel_password, sizeof(sentinel_password), error, sizeof(error))) {
         report.status = SessionReport::Status::BadConfig;
         strlcpy(report.message, error, sizeof(report.message));
         jobbuf::redis::drain_session_unconfigure(state->ctx.session);
     } else {
         report = jobbuf::redis::drain_session_configure(
-            state->ctx.session, jobbuf_redis_url, password[0] != '\0' ? password : nullptr,
-            jobbuf_redis_timeout, state->client_name);
+            state->ctx.session, redis_session_settings(password, sentinel_password, state->client_name));
     }
     explicit_bzero(password, sizeof(password));
+    explicit_bzero(sentinel_password, sizeof(sentinel_password));
     if (report.status == SessionReport::Status::BadConfig)
         report_problem(ProblemKind::Config, report.message);
     else

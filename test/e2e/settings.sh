@@ -36,7 +36,10 @@ refused() {  # refused "what" "sql" "regex of the reason"
 }
 refused "http:// URL" "ALTER SYSTEM SET jobbuf.redis_url = 'http://x'" \
   'invalid value for parameter "jobbuf.redis_url".*unsupported Redis URL scheme'
-refused "rediss:// (TLS) URL" "ALTER SYSTEM SET jobbuf.redis_url = 'rediss://h:6379'" 'TLS is not supported'
+refused "redis+cluster:// URL (not supported yet)" "ALTER SYSTEM SET jobbuf.redis_url = 'redis+cluster://h:6379'" \
+  'unsupported Redis URL scheme "redis\+cluster"'
+refused "Sentinel URL without a master name" "ALTER SYSTEM SET jobbuf.redis_url = 'redis+sentinel://h:26379'" \
+  'must name the master'
 refused "port 0" "ALTER SYSTEM SET jobbuf.redis_url = 'redis://127.0.0.1:0/0'" 'invalid port'
 refused "port 70000" "ALTER SYSTEM SET jobbuf.redis_url = 'redis://127.0.0.1:70000/0'" 'invalid port'
 refused "empty URL" "ALTER SYSTEM SET jobbuf.redis_url = ''" 'invalid value for parameter "jobbuf.redis_url"'
@@ -81,7 +84,7 @@ expect_eq "pg_settings hides jobbuf.redis_url from a non-superuser" \
   "$(as_app "SELECT count(*) FROM pg_settings WHERE name = 'jobbuf.redis_url'")" 0
 expect_eq "pg_settings shows the other jobbuf settings to a non-superuser" \
   "$(as_app "SELECT string_agg(name, ',' ORDER BY name) FROM pg_settings WHERE name LIKE 'jobbuf.%'")" \
-  "jobbuf.batch_max_bytes,jobbuf.batch_size,jobbuf.database,jobbuf.enabled,jobbuf.poll_interval,jobbuf.redis_timeout"
+  "jobbuf.batch_max_bytes,jobbuf.batch_size,jobbuf.database,jobbuf.enabled,jobbuf.poll_interval,jobbuf.redis_min_replicas,jobbuf.redis_timeout"
 expect_eq "the superuser sees it" "$(jb_sql "SELECT count(*) FROM pg_settings WHERE name = 'jobbuf.redis_url'")" 1
 expect_eq "a non-superuser cannot ALTER SYSTEM it" \
   "$(as_app "ALTER SYSTEM SET jobbuf.redis_url = 'redis://evil:6379'" | grep -c 'ERROR: +must be superuser\|permission denied')" 1

@@ -112,7 +112,15 @@ TEST(ParseRedisUrl, UnixSocket)
 TEST(ParseRedisUrl, RefusesBadUrls)
 {
     EXPECT_NE(parse_error("http://localhost:6379").find("\"http\""), std::string::npos);
-    EXPECT_NE(parse_error("rediss://h").find("TLS"), std::string::npos);
+    EXPECT_NE(parse_error("redis+cluster://h").find("\"redis+cluster\""), std::string::npos);
+    EXPECT_NE(parse_error("redis+sentinel://h:26379").find("master"), std::string::npos);
+    EXPECT_NE(parse_error("redis+sentinel://h:26379/").find("master"), std::string::npos);
+    parse_error("redis+sentinel:///mymaster");
+    parse_error("redis+sentinel://a,,b/mymaster");
+    parse_error("redis+sentinel://a:0/mymaster");
+    parse_error("redis+sentinel://a/my master");
+    parse_error("redis+sentinel://a/mymaster/x");
+    parse_error("rediss://");
     EXPECT_NE(parse_error("redis://h:0").find("port"), std::string::npos);
     EXPECT_NE(parse_error("redis://h:70000").find("port"), std::string::npos);
     parse_error("redis://h:-1");
@@ -149,6 +157,42 @@ TEST(ParseRedisUrl, RefusesBadUrls)
     EXPECT_FALSE(error.empty());
 }
 
+TEST(ParseRedisUrl, Tls)
+{
+    RedisEndpoint ep = parse_ok("rediss://:pw@cache.example.com:6380/2");
+    EXPECT_TRUE(ep.tls);
+    EXPECT_EQ(ep.kind, RedisEndpoint::Kind::Tcp);
+    EXPECT_EQ(ep.host, "cache.example.com");
+    EXPECT_EQ(ep.port, 6380);
+    EXPECT_EQ(ep.db, 2);
+    EXPECT_EQ(ep.password, "pw");
+    EXPECT_FALSE(parse_ok("redis://h").tls);
+    EXPECT_TRUE(parse_ok("REDISS://h").tls);
+}
+
+TEST(ParseRedisUrl, Sentinel)
+{
+    RedisEndpoint ep = parse_ok("redis+sentinel://u:pw@s1:26380,10.0.0.2,[::1]:5000/mymaster/3");
+    EXPECT_EQ(ep.kind, RedisEndpoint::Kind::Sentinel);
+    EXPECT_FALSE(ep.tls);
+    ASSERT_EQ(ep.sentinels.size(), 3u);
+    EXPECT_EQ(ep.sentinels[0].host, "s1");
+    EXPECT_EQ(ep.sentinels[0].port, 26380);
+    EXPECT_EQ(ep.sentinels[1].host, "10.0.0.2");
+    EXPECT_EQ(ep.sentinels[1].port, 26379);
+    EXPECT_EQ(ep.sentinels[2].host, "::1");
+    EXPECT_EQ(ep.sentinels[2].port, 5000);
+    EXPECT_EQ(ep.master_name, "mymaster");
+    EXPECT_EQ(ep.db, 3);
+    EXPECT_EQ(ep.user, "u");
+    EXPECT_EQ(ep.password, "pw");
+    ep = parse_ok("rediss+sentinel://h/my-master.1");
+    EXPECT_TRUE(ep.tls);
+    EXPECT_EQ(ep.master_name, "my-master.1");
+    EXPECT_EQ(ep.db, 0);
+    EXPECT_EQ(parse_ok("redis+sentinel://h/m/").db, 0);
+}
+
 TEST(ParseRedisUrl, FailureLeavesOutputUntouched)
 {
     RedisEndpoint ep;
@@ -169,6 +213,8 @@ TEST(ParseRedisUrl, ErrorsNeverContainThePassword)
         "redis://:Sup3rSecretPw",              "redis://x:Sup3rSecretPw",
         "unix://:Sup3rSecretPw@/tmp/s?db=x",   "unix://:Sup3rSecretPw",
         "Sup3rSecretPw://h",                   "redis://h:Sup3rSecretPw/0",
+        "rediss://:Sup3rSecretPw@h:0",         "redis+sentinel://:Sup3rSecretPw@h",
+        "redis+sentinel://:Sup3rSecretPw@h/m/x", "rediss+sentinel://:Sup3rSecretPw@/m",
     };
     for (const char* url : bad) {
         std::string error = parse_error(url);
@@ -187,6 +233,9 @@ TEST(RedactedUrl, HidesThePassword)
     EXPECT_EQ(parse_ok("unix:///tmp/r.sock").redacted(), "unix:///tmp/r.sock");
     EXPECT_EQ(parse_ok("unix://:pw@/tmp/r.sock").redacted(), "unix://:***@/tmp/r.sock");
     EXPECT_EQ(parse_ok("redis://a%40b:x@h").redacted(), "redis://a%40b:***@h:6379/0");
+    EXPECT_EQ(parse_ok("rediss://:s3cret@h").redacted(), "rediss://:***@h:6379/0");
+    EXPECT_EQ(parse_ok("redis+sentinel://:s3cret@a,b:1/m/2").redacted(), "redis+sentinel://:***@a:26379,b:1/m/2");
+    EXPECT_EQ(parse_ok("rediss+sentinel://[::1]/m").redacted(), "rediss+sentinel://[::1]:26379/m/0");
     RedisEndpoint ep = parse_ok("redis://u:p%40ssw0rd@h");
     EXPECT_EQ(ep.redacted().find("p@ssw0rd"), std::string::npos);
     EXPECT_EQ(ep.redacted().find("p%40ssw0rd"), std::string::npos);
@@ -195,7 +244,8 @@ TEST(RedactedUrl, HidesThePassword)
 TEST(RedactedUrl, RoundTripsThroughTheParser)
 {
     const char* urls[] = {"redis://al%20ice:pw@[fe80::1%25eth0]:7000/9", "redis://:pw@cache:1/0",
-                          "redis://[::1]:6380/2", "unix://:pw@/tmp/x.sock?db=4", "unix:///tmp/y.sock"};
+                          "redis://[::1]:6380/2", "unix://:pw@/tmp/x.sock?db=4", "unix:///tmp/y.sock",
+                          "rediss://u:pw@h:7/1", "rediss+sentinel://:pw@a:1,[::1]:2/m/5"};
     for (const char* url : urls) {
         RedisEndpoint ep = parse_ok(url);
         RedisEndpoint back = parse_ok(ep.redacted().c_str());

@@ -118,8 +118,9 @@ bool RedisServer::start(const std::vector<std::string>& extra_args)
         struct stat st;
         if (::stat(socket_path_.c_str(), &st) == 0) {
             redis::RedisConnection conn;
-            redis::RedisEndpoint ep;
-            ep.port = port_;
+            redis::RedisEndpoint ep;  // the unix socket: it answers in plain text even when TCP is TLS only
+            ep.kind = redis::RedisEndpoint::Kind::Unix;
+            ep.socket_path = socket_path_;
             PollWaiter waiter;
             if (conn.connect(ep, 1000, waiter).ok()) {
                 redis::CommandBatch ping;

@@ -1,9 +1,11 @@
 // Pure C++ regime: the one place that picks a byte stream for an endpoint (see byte_stream.h).
-// A new kind of stream (TLS) is one more branch here and its own file beside socket_stream.
+// Each kind of stream has its own file beside this one: socket_stream (plain TCP or unix socket),
+// tls_stream (rediss://). A Sentinel endpoint is located first (sentinel_locator.h).
 #include "redis/regime.h"
 
 #include "redis/net/byte_stream.h"
 #include "redis/net/socket_stream.h"
+#include "redis/net/tls_stream.h"
 
 namespace jobbuf::redis {
 
@@ -11,6 +13,9 @@ RedisStatus open_byte_stream(const RedisEndpoint& endpoint, const IoDeadline& de
                              std::unique_ptr<ByteStream>* stream) noexcept
 {
     stream->reset();
+    if (endpoint.kind == RedisEndpoint::Kind::Sentinel)
+        return io_failure(RedisStatus::Code::ConnectFailed, "a Sentinel endpoint must be located before connecting");
+    if (endpoint.tls) return open_tls_stream(endpoint, deadline, waiter, stream);
     int fd = -1;
     RedisStatus st = connect_socket(endpoint, deadline, waiter, &fd);
     if (!st.ok()) return st;

@@ -169,12 +169,7 @@ public:
         }
     }
 
-    long queued_for_peer() const noexcept override
-    {
-        int queued = 0;
-        if (::ioctl(fd_, SIOCOUTQ, &queued) != 0) return 0;
-        return queued;
-    }
+    long queued_for_peer() const noexcept override { return socket_bytes_queued(fd_); }
 
 private:
     int fd_;
@@ -191,6 +186,13 @@ RedisStatus connect_socket(const RedisEndpoint& endpoint, const IoDeadline& dead
     } catch (...) {
         return io_failure(Code::ConnectFailed, "out of memory while connecting to Redis");
     }
+}
+
+long socket_bytes_queued(int fd) noexcept
+{
+    int queued = 0;
+    if (::ioctl(fd, SIOCOUTQ, &queued) != 0) return 0;
+    return queued;
 }
 
 std::unique_ptr<ByteStream> make_socket_stream(int fd) noexcept

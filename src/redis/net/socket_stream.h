@@ -12,6 +12,9 @@ namespace jobbuf::redis {
 RedisStatus connect_socket(const RedisEndpoint& endpoint, const IoDeadline& deadline, IoWaiter& waiter,
                            int* fd) noexcept;
 
+// Bytes written to the socket that the peer has not taken yet (0 when the kernel cannot tell).
+long socket_bytes_queued(int fd) noexcept;
+
 // The stream over a connected socket; it owns (and closes) fd. Returns null when memory runs out
 // (fd is then closed).
 std::unique_ptr<ByteStream> make_socket_stream(int fd) noexcept;
