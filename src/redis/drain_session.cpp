@@ -1,5 +1,6 @@
-// Pure C++ regime: DrainSession, the worker's Redis connection, marker and batch delivery behind
-// a noexcept, plain-data interface (see drain_session.h).
+// Pure C++ regime: DrainSession, the worker's Redis connection and batch delivery behind a
+// noexcept, plain-data interface (see drain_session.h); the marker is in session_marker.cpp and
+// replica acknowledgements in replica_ack.cpp.
 #include "redis/regime.h"
 
 #include <algorithm>
@@ -12,40 +13,17 @@
 #include "redis/delivery.h"
 #include "redis/drain_session.h"
 #include "redis/endpoint.h"
-#include "redis/net/sentinel_locator.h"
+#include "redis/session_state.h"
 
 namespace jobbuf::redis {
 
-class DrainSession {
-public:
-    RedisConnection connection;
-    RedisEndpoint endpoint;
-    std::string url;  // every setting the connection depends on, to tell whether it changed
-    std::string sentinel_password;
-    SentinelCursor sentinels;  // which sentinel to ask first, and the master it named
-    std::string marker_key;
-    long timeout_ms = 2000;
-    int min_replicas = 0;
-    bool configured = false;
-    std::vector<std::int64_t> marker_ids;
-    std::vector<JobOutcome> last_outcomes;  // of the last deliver
-    std::size_t max_bulk_bytes = kDefaultMaxBulkBytes;      // in effect: the lower of these two
-    std::size_t refused_bulk_bytes = kDefaultMaxBulkBytes;  // learned from protocol errors
-    std::string client_name;  // names every connection of this worker (see connection_fence.h)
-};
-
-namespace {
-
-void set_message(SessionReport* report, const std::string& text)
-{
-    std::snprintf(report->message, sizeof(report->message), "%s", text.c_str());
-}
+// The session itself, and the helpers its files share: session_state.h.
 
 SessionReport report_of(SessionReport::Status status, const std::string& text)
 {
     SessionReport report;
     report.status = status;
-    set_message(&report, text);
+    std::snprintf(report.message, sizeof(report.message), "%s", text.c_str());
     return report;
 }
 
@@ -56,6 +34,13 @@ SessionReport report_failure(const RedisStatus& status, const char* doing)
                                                               : SessionReport::Status::Unavailable;
     return report_of(kind, std::string(doing) + ": " + status.message);
 }
+
+SessionReport out_of_memory()
+{
+    return report_of(SessionReport::Status::Unavailable, "out of memory in the Redis client");
+}
+
+namespace {
 
 // Reads proto-max-bulk-len; Redis's default when CONFIG is refused (ACL, renamed command).
 RedisStatus read_max_bulk_bytes(DrainSession* session, IoWaiter& waiter)
@@ -84,68 +69,8 @@ RedisStatus read_max_bulk_bytes(DrainSession* session, IoWaiter& waiter)
 // smaller is not about their size.
 constexpr std::size_t kMinMaxBulkBytes = 1024 * 1024;
 
-SessionReport out_of_memory()
-{
-    return report_of(SessionReport::Status::Unavailable, "out of memory in the Redis client");
-}
-
-// WAIT's own timeout is jobbuf.redis_timeout; the round trip that carries it may wait this much
-// longer, so that Redis's answer, not the client's clock, says whether replicas acknowledged.
-constexpr long kWaitMarginMs = 1000;
-
-long round_trip_limit(const DrainSession* session)
-{
-    return session->min_replicas > 0 ? session->timeout_ms * 2 + kWaitMarginMs : session->timeout_ms;
-}
-
-// WAIT <min_replicas> <timeout>, sent after the writes it must see acknowledged; none (null)
-// without min_replicas.
-const CommandBatch* replica_wait(const DrainSession* session, CommandBatch* wait)
-{
-    if (session->min_replicas <= 0) return nullptr;
-    wait->add({"WAIT", std::to_string(session->min_replicas), std::to_string(session->timeout_ms)});
-    return wait;
-}
-
-// Takes WAIT's reply (the last one) out of replies: Ok when enough replicas acknowledged `what`.
-SessionReport take_replica_wait(const DrainSession* session, std::vector<RedisReply>* replies, const char* what)
-{
-    if (session->min_replicas <= 0) return {};
-    RedisReply wait = std::move(replies->back());
-    replies->pop_back();
-    if (wait.type == RedisReply::Type::Integer && wait.integer >= session->min_replicas) return {};
-    std::string text = std::string(what) + ": ";
-    if (wait.type == RedisReply::Type::Integer)
-        text += std::to_string(wait.integer) + " of jobbuf.redis_min_replicas = " +
-                std::to_string(session->min_replicas) + " replica(s) acknowledged it within " +
-                std::to_string(session->timeout_ms) + " ms; its jobs stay staged until a replica has it";
-    else
-        text += "WAIT failed: " + (wait.is_error() ? wait.str : std::string("unexpected reply"));
-    return report_of(SessionReport::Status::Unavailable, text);
-}
-
-bool says_readonly(const RedisReply& reply)
-{
-    if (reply.is_error())
-        return reply.str.rfind("READONLY", 0) == 0 || reply.str.find("replica instances") != std::string::npos;
-    for (const RedisReply& element : reply.elements)
-        if (says_readonly(element)) return true;
-    return false;
-}
-
-// A server that answers READONLY is a replica now (a failover demoted it): the connection is
-// dropped so that the next connect finds the master again (through the sentinels for a
-// Sentinel endpoint).
-void leave_a_replica(DrainSession* session, const std::vector<RedisReply>& replies)
-{
-    for (const RedisReply& reply : replies)
-        if (says_readonly(reply)) {
-            session->connection.close();
-            return;
-        }
-}
-
 }  // namespace
+
 
 DrainSession* drain_session_create() noexcept
 {
@@ -227,9 +152,7 @@ SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, boo
         if (!status.ok())
             return report_failure(status, "reading proto-max-bulk-len");
         *fresh = true;
-        SessionReport report;
-        set_message(&report, warning);  // Ok, with a warning when fencing is unavailable
-        return report;
+        return report_of(SessionReport::Status::Ok, warning);  // with a warning when fencing is unavailable
     } catch (...) {
         session->connection.close();
         return out_of_memory();
@@ -279,83 +202,6 @@ void drain_session_describe(const DrainSession* session, char* out, std::size_t 
         std::snprintf(out, out_len, "%s", text.c_str());
     } catch (...) {
         std::snprintf(out, out_len, "(redis)");
-    }
-}
-
-namespace {
-
-// SET <marker> value, followed by WAIT when replicas must acknowledge it.
-SessionReport set_marker(DrainSession* session, IoWaiter& waiter, const std::string& value, const char* doing)
-{
-    CommandBatch batch;
-    batch.add({"SET", session->marker_key, value});
-    CommandBatch wait;
-    std::vector<RedisReply> replies;
-    RedisStatus status = session->connection.execute(batch, &replies, round_trip_limit(session), waiter,
-                                                     replica_wait(session, &wait));
-    if (!status.ok())
-        return report_failure(status, doing);
-    leave_a_replica(session, replies);
-    SessionReport acknowledged = take_replica_wait(session, &replies, doing);
-    if (replies.at(0).is_error())
-        return report_of(SessionReport::Status::Refused, std::string(doing) + ": " + replies[0].str);
-    return acknowledged;
-}
-
-// With min_replicas: the marker read from the master counts only once that many replicas have
-// it. WAIT covers every write before this connection's last one, and a connection that wrote
-// nothing yet has nothing to wait for: the marker is written again (same value), then WAIT.
-SessionReport confirm_on_replicas(DrainSession* session, IoWaiter& waiter, const std::string& value)
-{
-    if (session->min_replicas <= 0) return {};
-    return set_marker(session, waiter, value, "confirming the delivery marker on replicas");
-}
-
-}  // namespace
-
-SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter,
-                                        const std::int64_t** ids, std::size_t* count) noexcept
-{
-    try {
-        CommandBatch batch;
-        batch.add({"GET", session->marker_key});
-        std::vector<RedisReply> replies;
-        RedisStatus status = session->connection.execute(batch, &replies, session->timeout_ms, waiter);
-        if (!status.ok())
-            return report_failure(status, "reading the delivery marker");
-        const RedisReply& reply = replies.at(0);
-        session->marker_ids.clear();
-        if (reply.type == RedisReply::Type::String) {
-            if (!parse_marker(reply.str, &session->marker_ids))
-                return report_of(SessionReport::Status::Refused,
-                                 "the delivery marker " + session->marker_key + " is malformed");
-            if (!session->marker_ids.empty()) {
-                SessionReport confirmed = confirm_on_replicas(session, waiter, reply.str);
-                if (confirmed.status != SessionReport::Status::Ok) return confirmed;
-            }
-        } else if (reply.type != RedisReply::Type::Nil) {
-            return report_of(SessionReport::Status::Refused,
-                             "reading the delivery marker " + session->marker_key + ": " +
-                                 (reply.is_error() ? reply.str : std::string("not a string")));
-        }
-        *ids = session->marker_ids.data();
-        *count = session->marker_ids.size();
-        return {};
-    } catch (...) {
-        session->connection.close();
-        return out_of_memory();
-    }
-}
-
-SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter,
-                                         const std::int64_t* ids, std::size_t count) noexcept
-{
-    try {
-        std::string value = format_marker(std::vector<std::int64_t>(ids, ids + count));
-        return set_marker(session, waiter, value, "rewriting the delivery marker");
-    } catch (...) {
-        session->connection.close();
-        return out_of_memory();
     }
 }
 

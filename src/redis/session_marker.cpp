@@ -1,0 +1,88 @@
+// Pure C++ regime: the drain session's delivery marker: read (and, with min_replicas, confirmed
+// on replicas before it is trusted) and rewritten (see drain_session.h and session_state.h).
+#include "redis/regime.h"
+
+#include <string>
+
+#include "redis/session_state.h"
+
+namespace jobbuf::redis {
+
+namespace {
+
+// SET <marker> value, followed by WAIT when replicas must acknowledge it.
+SessionReport set_marker(DrainSession* session, IoWaiter& waiter, const std::string& value, const char* doing)
+{
+    CommandBatch batch;
+    batch.add({"SET", session->marker_key, value});
+    CommandBatch wait;
+    std::vector<RedisReply> replies;
+    RedisStatus status = session->connection.execute(batch, &replies, round_trip_limit(session), waiter,
+                                                     replica_wait(session, &wait));
+    if (!status.ok())
+        return report_failure(status, doing);
+    leave_a_replica(session, replies);
+    SessionReport acknowledged = take_replica_wait(session, &replies, doing);
+    if (replies.at(0).is_error())
+        return report_of(SessionReport::Status::Refused, std::string(doing) + ": " + replies[0].str);
+    return acknowledged;
+}
+
+// With min_replicas: the marker read from the master counts only once that many replicas have
+// it. WAIT covers every write before this connection's last one, and a connection that wrote
+// nothing yet has nothing to wait for: the marker is written again (same value), then WAIT.
+SessionReport confirm_on_replicas(DrainSession* session, IoWaiter& waiter, const std::string& value)
+{
+    if (session->min_replicas <= 0) return {};
+    return set_marker(session, waiter, value, "confirming the delivery marker on replicas");
+}
+
+}  // namespace
+
+SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter,
+                                        const std::int64_t** ids, std::size_t* count) noexcept
+{
+    try {
+        CommandBatch batch;
+        batch.add({"GET", session->marker_key});
+        std::vector<RedisReply> replies;
+        RedisStatus status = session->connection.execute(batch, &replies, session->timeout_ms, waiter);
+        if (!status.ok())
+            return report_failure(status, "reading the delivery marker");
+        const RedisReply& reply = replies.at(0);
+        session->marker_ids.clear();
+        if (reply.type == RedisReply::Type::String) {
+            if (!parse_marker(reply.str, &session->marker_ids))
+                return report_of(SessionReport::Status::Refused,
+                                 "the delivery marker " + session->marker_key + " is malformed");
+            if (!session->marker_ids.empty()) {
+                SessionReport confirmed = confirm_on_replicas(session, waiter, reply.str);
+                if (confirmed.status != SessionReport::Status::Ok) return confirmed;
+            }
+        } else if (reply.type != RedisReply::Type::Nil) {
+            return report_of(SessionReport::Status::Refused,
+                             "reading the delivery marker " + session->marker_key + ": " +
+                                 (reply.is_error() ? reply.str : std::string("not a string")));
+        }
+        *ids = session->marker_ids.data();
+        *count = session->marker_ids.size();
+        return {};
+    } catch (...) {
+        session->connection.close();
+        return out_of_memory();
+    }
+}
+
+SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter,
+                                         const std::int64_t* ids, std::size_t count) noexcept
+{
+    try {
+        std::string value = format_marker(std::vector<std::int64_t>(ids, ids + count));
+        return set_marker(session, waiter, value, "rewriting the delivery marker");
+    } catch (...) {
+        session->connection.close();
+        return out_of_memory();
+    }
+}
+
+}  // namespace jobbuf::redis
