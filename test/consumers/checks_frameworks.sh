@@ -125,7 +125,7 @@ check "jobbuf-format messages are run by the worker (45 records)" \
 RUN_LOG=$CELERY_LOG
 check "every Celery task ran exactly once" rb_log_check 'runs.size == 45 && runs.map { |r| r["task_id"] }.uniq.size == 45'
 check "jobbuf-format task ids are the derived UUIDs" \
-  rb_log_check 'ids = File.readlines(ENV["JB_RUN"] + "/celery_ref_ids.txt").map(&:strip); ids.size == 22 && ids.all? { |id| runs.count { |r| r["task_id"] == id } == 1 } && ids.first == "0000abcd-6a62-8000-8000-000000000001"'
+  rb_log_check "ids = File.readlines('$JB_RUN/celery_ref_ids.txt').map(&:strip); ids.size == 22 && ids.all? { |id| runs.count { |r| r['task_id'] == id } == 1 } && ids.first == '0000abcd-6a62-8000-8000-000000000001'"
 check "args and kwargs arrive as sent" \
   rb_log_check 'r = runs.find { |x| x["args"] == ["ref", 7] }; r && r["kwargs"] == {"n" => 7}'
 check "eta tasks (both producers) did not run before their eta" \
