@@ -11,6 +11,7 @@ packages=(
   libgtest-dev
   ruby ruby-sidekiq ruby-pg ruby-redis
   procps iproute2 util-linux
+  python3-celery python3-redis
 )
 
 # Node.js: the machine image may ship its own node/npm (which conflicts with Debian's npm
