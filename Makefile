@@ -12,7 +12,7 @@ DATA_built  = sql/jobbuf--1.1.sql
 PGFILEDESC  = "jobbuf - transactionally staged jobs drained to Redis"
 
 PG_SOURCES    = $(sort $(wildcard src/*.cpp src/staging/*.cpp src/worker/*.cpp))
-REDIS_SOURCES = $(sort $(wildcard src/redis/*.cpp))
+REDIS_SOURCES = $(sort $(wildcard src/redis/*.cpp src/redis/*/*.cpp))
 OBJS          = $(PG_SOURCES:.cpp=.o) $(REDIS_SOURCES:.cpp=.o)
 SQL_PARTS     = $(sort $(wildcard src/sql/*.sql))
 
@@ -35,7 +35,7 @@ include $(PGXS)
 sql/jobbuf--1.1.sql: $(SQL_PARTS)
 	cat $(SQL_PARTS) > $@
 
-$(OBJS): $(wildcard src/*.h src/staging/*.h src/worker/*.h src/redis/*.h)
+$(OBJS): $(wildcard src/*.h src/staging/*.h src/worker/*.h src/redis/*.h src/redis/*/*.h)
 
 .PHONY: deps demo test test-unit test-faults bench print-regress
 deps:

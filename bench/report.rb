@@ -93,6 +93,11 @@ if num(r["sustain_normal_rate"])
   end
 end
 
+if num(r["activejob_jobbuf"])
+  j, s = num(r["activejob_jobbuf"]), num(r["activejob_sidekiq"])
+  add.("perform_later in a txn, 1 Ruby process (jobs/s)", j, "ActiveJob's Sidekiq adapter", s, j / s, "(info)", nil)
+end
+
 headers = ["figure", "jobbuf", "comparison", "value", "ratio", "target", "met"]
 widths = headers.each_index.map { |i| ([headers[i]] + rows.map { |x| x[i].to_s }).map(&:length).max }
 line = ->(cells) { cells.each_with_index.map { |c, i| i == 0 || i == 2 || i == 5 ? c.to_s.ljust(widths[i]) : c.to_s.rjust(widths[i]) }.join(" | ") }

@@ -14,7 +14,8 @@
 #   BENCH_SUSTAIN_SECONDS [60]     each sustained run (normal, then with a held transaction; 600 for the full run)
 #   BENCH_SUSTAIN_RATE []          jobs/s offered in the sustained runs [70% of what staging and drain sustain together]
 #   BENCH_FSYNC [off]              fsync of the benchmark cluster (synchronous_commit is always on)
-#   BENCH_PHASES [drain staging latency sustain]   a subset to run; add "profile" for a perf profile
+#   BENCH_PHASES [drain staging latency sustain activejob]   a subset to run; add "profile" for a perf profile
+#   BENCH_AJ_SECONDS [5] BENCH_AJ_ROUNDS [2]   each run and the rounds of the activejob phase
 #   BENCH_BUILD [1]                0: skip `make && make install` (use the installed extension)
 #   BENCH_PG_CONF []               extra postgresql.conf lines (diagnostics, e.g. auto_explain)
 #   JB_KEEP [] (harness)           keep the run directory (logs, perf data) after the run
@@ -31,7 +32,7 @@ BENCH_LAT_SECONDS=${BENCH_LAT_SECONDS:-10}
 BENCH_SUSTAIN_SECONDS=${BENCH_SUSTAIN_SECONDS:-60}
 BENCH_SUSTAIN_RATE=${BENCH_SUSTAIN_RATE:-}
 BENCH_FSYNC=${BENCH_FSYNC:-off}
-BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain}
+BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain activejob}
 BENCH_BUILD=${BENCH_BUILD:-1}
 
 say() { printf '\n== %s  [%s]\n' "$*" "$(date +%T)"; }
@@ -412,11 +413,19 @@ phase_profile() {
   worker_enabled on
 }
 
+# --- activejob: perform_later in a transaction, the jobbuf gem vs ActiveJob's Sidekiq adapter ---
+phase_activejob() {
+  worker_enabled on
+  say "activejob: perform_later inside a transaction, one Ruby process (${BENCH_AJ_SECONDS:-5}s per run)"
+  BENCH_RESULTS=$RESULTS ruby bench/activejob.rb || fail "bench/activejob.rb"
+}
+
 has_phase drain && phase_drain
 has_phase staging && { say "staging cost (pgbench -M prepared, 8 clients, ${BENCH_STAGE_SECONDS}s per run, worker running)"; phase_staging; }
 has_phase latency && phase_latency
 has_phase sustain && phase_sustain
 has_phase profile && phase_profile
+has_phase activejob && phase_activejob
 
 say "summary"
 echo "uptime at end: $(uptime)"

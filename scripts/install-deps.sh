@@ -11,6 +11,7 @@ packages=(
   libgtest-dev
   ruby ruby-sidekiq ruby-pg ruby-redis
   procps iproute2 util-linux
+  ruby-activejob ruby-activerecord ruby-globalid ruby-minitest
   python3-celery python3-redis
 )
 

@@ -1,11 +1,13 @@
-// Pure C++ regime: one connection to Redis over a non-blocking socket that we own, with hiredis
-// used only as the RESP reply parser. Every call is noexcept and reports a RedisStatus.
+// Pure C++ regime: one connection to Redis, the protocol over a ByteStream (net/byte_stream.h)
+// with hiredis used only as the RESP reply parser. Every call is noexcept and reports a RedisStatus.
 #pragma once
+#include <memory>
 #include <vector>
 
 #include "redis/command_batch.h"
 #include "redis/endpoint.h"
 #include "redis/io_waiter.h"
+#include "redis/net/byte_stream.h"
 #include "redis/reply.h"
 
 namespace jobbuf::redis {
@@ -17,7 +19,7 @@ public:
     RedisConnection(const RedisConnection&) = delete;
     RedisConnection& operator=(const RedisConnection&) = delete;
 
-    // Connects (TCP or unix socket), then AUTH [user] password and SELECT db when the endpoint
+    // Opens the endpoint's byte stream (net/byte_stream.h), then AUTH [user] password and SELECT db when the endpoint
     // asks for them. timeout_ms bounds the whole call. Closes any previous connection first.
     RedisStatus connect(const RedisEndpoint& endpoint, long timeout_ms, IoWaiter& waiter) noexcept;
 
@@ -29,11 +31,11 @@ public:
     RedisStatus execute(const CommandBatch& batch, std::vector<RedisReply>* replies,
                         long timeout_ms, IoWaiter& waiter) noexcept;
 
-    bool connected() const { return fd_ >= 0; }
+    bool connected() const { return stream_ != nullptr; }
     void close() noexcept;
 
 private:
-    int fd_ = -1;
+    std::unique_ptr<ByteStream> stream_;
     void* reader_ = nullptr;  // redisReader*
 };
 

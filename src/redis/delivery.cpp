@@ -1,5 +1,5 @@
 // One batch of staged jobs as one atomic Redis unit: MULTI, the pushes of the queue's target
-// (list, stream or Sidekiq), SET <marker> <ids>, EXEC; and the per-job outcome read back from
+// (targets/), SET <marker> <ids>, EXEC; and the per-job outcome read back from
 // the replies. Pure C++ regime: the entry points are noexcept and report through their result.
 #include "redis/regime.h"
 
@@ -7,13 +7,9 @@
 #include <string>
 
 #include "redis/delivery.h"
-#include "redis/json_text.h"
-#include "redis/sidekiq_job.h"
 
 namespace jobbuf::redis {
 namespace {
-
-using Range = DeliveryPlan::PushRange;
 
 std::string decimal(long long v)
 {
@@ -22,123 +18,22 @@ std::string decimal(long long v)
     return std::string(buf, res.ptr);
 }
 
-// The bulk string a job becomes: its payload for lists and streams, its Sidekiq JSON.
-std::size_t bulk_size(const QueueTarget& target, const StagedJob& job, bool immediate, double now_epoch,
-                      std::string* scratch)
-{
-    if (target.kind != QueueTarget::Kind::Sidekiq) return job.payload.size();
-    std::string_view tail = sidekiq_job_head(target, job, immediate, now_epoch, scratch);
-    return scratch->size() + tail.size();
-}
-
-// Marks the jobs Redis would refuse for their size (plan->oversized); the planners skip them.
-// The exact Sidekiq size is computed only for jobs near the limit.
+// Marks the jobs Redis would refuse for their size (plan->oversized); the target skips them.
+// The exact size is computed only for jobs near the limit.
 void find_oversized(const QueueTarget& target, const std::vector<StagedJob>& jobs, double now_epoch,
-                    DeliveryPlan* plan, std::vector<char>* skip)
+                    DeliveryPlan* plan, SkippedJobs* skip)
 {
-    const std::size_t head_bound = target.kind == QueueTarget::Kind::Sidekiq ? sidekiq_head_bound(target) : 0;
+    const std::size_t overhead = target.bulk_overhead_bound();
     std::string scratch;
     for (std::size_t i = 0; i < jobs.size(); ++i) {
-        if (jobs[i].known_too_large == 0 && jobs[i].payload.size() + head_bound <= plan->max_bulk_bytes) continue;
+        if (jobs[i].known_too_large == 0 && jobs[i].payload.size() + overhead <= plan->max_bulk_bytes) continue;
         std::size_t bytes = jobs[i].known_too_large > 0
                                 ? jobs[i].known_too_large
-                                : bulk_size(target, jobs[i], jobs[i].run_at <= now_epoch, now_epoch, &scratch);
+                                : target.bulk_size(jobs[i], jobs[i].run_at <= now_epoch, now_epoch, &scratch);
         if (bytes <= plan->max_bulk_bytes) continue;
         if (skip->empty()) skip->assign(jobs.size(), 0);
         (*skip)[i] = 1;
         plan->oversized.push_back(DeliveryPlan::Oversized{i, bytes, jobs[i].known_too_large > 0});
-    }
-}
-
-std::size_t count_sent(const std::vector<char>& skip, std::size_t first, std::size_t last)
-{
-    std::size_t n = last - first;
-    if (!skip.empty())
-        for (std::size_t i = first; i < last; ++i) n -= skip[i] ? 1 : 0;
-    return n;
-}
-
-bool sent(const std::vector<char>& skip, std::size_t i)
-{
-    return skip.empty() || !skip[i];
-}
-
-// RPUSH key p1 ... pn: one command carries the whole batch, in id order.
-void plan_list(const QueueTarget& target, const std::vector<StagedJob>& jobs, const std::vector<char>& skip,
-               DeliveryPlan* plan)
-{
-    std::size_t n = count_sent(skip, 0, jobs.size());
-    if (n == 0) return;
-    CommandBatch& b = plan->batch;
-    b.begin(2 + n);
-    b.arg("RPUSH");
-    b.arg(target.key);
-    for (std::size_t i = 0; i < jobs.size(); ++i)
-        if (sent(skip, i)) b.arg(jobs[i].payload);
-    plan->pushes.push_back(Range{0, jobs.size()});
-}
-
-// XADD key [MAXLEN ~ n] * id <id> payload <json>: one command per job, so that one refused
-// entry does not take the others down with it.
-void plan_stream(const QueueTarget& target, const std::vector<StagedJob>& jobs, const std::vector<char>& skip,
-                 DeliveryPlan* plan)
-{
-    CommandBatch& b = plan->batch;
-    std::string maxlen = target.maxlen > 0 ? decimal(target.maxlen) : std::string();
-    for (std::size_t i = 0; i < jobs.size(); ++i) {
-        if (!sent(skip, i)) continue;
-        std::string id = decimal(jobs[i].id);
-        if (target.maxlen > 0)
-            b.add({"XADD", target.key, "MAXLEN", "~", maxlen, "*", "id", id, "payload", jobs[i].payload});
-        else
-            b.add({"XADD", target.key, "*", "id", id, "payload", jobs[i].payload});
-        plan->pushes.push_back(Range{i, i + 1});
-    }
-}
-
-// Each maximal run of consecutive immediate jobs becomes SADD <ns>queues <q> plus one
-// LPUSH <ns>queue:<q> j1 ... jn (Sidekiq pops from the right: j1 runs first), both carrying the
-// run; each run of scheduled jobs becomes one ZADD <ns>schedule <run_at> <job> ... . Runs keep
-// the id order without needing a job-index indirection; a batch that is all immediate (the usual
-// case) is exactly one SADD and one LPUSH. Each job is sent as its head and its payload's tail
-// (sidekiq_job.h), so a large payload is not copied.
-void plan_sidekiq(const QueueTarget& target, const std::vector<StagedJob>& jobs, const std::vector<char>& skip,
-                  double now_epoch, DeliveryPlan* plan)
-{
-    CommandBatch& b = plan->batch;
-    const std::string queues_key = target.namespace_prefix + "queues";
-    const std::string queue_key = target.namespace_prefix + "queue:" + target.sidekiq_queue;
-    const std::string schedule_key = target.namespace_prefix + "schedule";
-    std::string head, score;
-    std::size_t i = 0;
-    while (i < jobs.size()) {
-        const bool immediate = jobs[i].run_at <= now_epoch;
-        std::size_t end = i;
-        while (end < jobs.size() && (jobs[end].run_at <= now_epoch) == immediate) ++end;
-        const std::size_t n = count_sent(skip, i, end);
-        if (n > 0 && immediate) {
-            b.add({"SADD", queues_key, target.sidekiq_queue});
-            plan->pushes.push_back(Range{i, end});
-            b.begin(2 + n);
-            b.arg("LPUSH");
-            b.arg(queue_key);
-        } else if (n > 0) {
-            b.begin(2 + 2 * n);
-            b.arg("ZADD");
-            b.arg(schedule_key);
-        }
-        for (std::size_t j = i; j < end && n > 0; ++j) {
-            if (!sent(skip, j)) continue;
-            if (!immediate) {
-                score.clear();
-                append_epoch_seconds(jobs[j].run_at, &score);
-                b.arg(score);
-            }
-            std::string_view tail = sidekiq_job_head(target, jobs[j], immediate, now_epoch, &head);
-            b.arg(head, tail);
-        }
-        if (n > 0) plan->pushes.push_back(Range{i, end});
-        i = end;
     }
 }
 
@@ -157,11 +52,11 @@ void set_error(std::string* error, const std::string& a, const std::string& b = 
 // met a transient error stays staged rather than going to dead letters.
 void record_failure(JobOutcome* outcome, const std::string& error_text)
 {
-    if (outcome->kind == JobOutcome::Kind::TooLarge) return;  // never sent
+    if (outcome->result == JobResult::TooLarge) return;  // never sent
     const bool transient = is_transient_error(error_text);
-    if (outcome->kind == JobOutcome::Kind::Retry) return;
-    if (outcome->kind == JobOutcome::Kind::Rejected && !transient) return;
-    outcome->kind = transient ? JobOutcome::Kind::Retry : JobOutcome::Kind::Rejected;
+    if (outcome->result == JobResult::Retry) return;
+    if (outcome->result == JobResult::Rejected && !transient) return;
+    outcome->result = transient ? JobResult::Retry : JobResult::Rejected;
     outcome->error = error_text;
 }
 
@@ -175,18 +70,14 @@ bool plan_delivery(const QueueTarget& target, const std::vector<StagedJob>& jobs
         plan->pushes.clear();
         plan->oversized.clear();
         plan->max_bulk_bytes = max_bulk_bytes;
-        std::vector<char> skip;  // empty, or 1 for each job left out
+        SkippedJobs skip;
         find_oversized(target, jobs, now_epoch, plan, &skip);
         plan->batch.add({"MULTI"});
-        switch (target.kind) {
-        case QueueTarget::Kind::List: plan_list(target, jobs, skip, plan); break;
-        case QueueTarget::Kind::Stream: plan_stream(target, jobs, skip, plan); break;
-        case QueueTarget::Kind::Sidekiq: plan_sidekiq(target, jobs, skip, now_epoch, plan); break;
-        }
+        target.plan_pushes(jobs, skip, now_epoch, plan);
         std::vector<std::int64_t> ids;
         ids.reserve(jobs.size());
         for (std::size_t i = 0; i < jobs.size(); ++i)
-            if (jobs[i].marked && sent(skip, i)) ids.push_back(jobs[i].id);
+            if (jobs[i].marked && is_sent(skip, i)) ids.push_back(jobs[i].id);
         plan->batch.add({"SET", marker_key, format_marker(ids)});
         plan->batch.add({"EXEC"});
         return true;
@@ -239,7 +130,7 @@ bool read_delivery(const DeliveryPlan& plan, const std::vector<RedisReply>& repl
                 return false;
             }
         }
-        outcomes->assign(job_count, JobOutcome{JobOutcome::Kind::Delivered, std::string()});
+        outcomes->assign(job_count, JobOutcome{JobResult::Delivered, std::string()});
         for (const auto& big : plan.oversized) {
             if (big.job >= job_count) {
                 set_error(error, "delivery plan does not match the batch's job count");
@@ -247,7 +138,7 @@ bool read_delivery(const DeliveryPlan& plan, const std::vector<RedisReply>& repl
                 return false;
             }
             JobOutcome& outcome = (*outcomes)[big.job];
-            outcome.kind = JobOutcome::Kind::TooLarge;
+            outcome.result = JobResult::TooLarge;
             outcome.error = std::string(big.at_least ? "the job is at least " : "the job is ") +
                             decimal(static_cast<long long>(big.bytes)) +
                             " bytes as sent to Redis, more than Redis accepts (proto-max-bulk-len " +

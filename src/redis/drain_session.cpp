@@ -9,6 +9,7 @@
 
 #include "redis/connection.h"
 #include "redis/connection_fence.h"
+#include "redis/delivery.h"
 #include "redis/drain_session.h"
 #include "redis/endpoint.h"
 
@@ -262,24 +263,15 @@ SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter
 }
 
 SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
-                                    const TargetSpec& spec, const StagedJob* jobs,
+                                    const QueueTarget* target, const StagedJob* jobs,
                                     std::size_t count, double now_epoch, JobResult* results,
                                     char* reject_message, std::size_t reject_len) noexcept
 {
     try {
-        QueueTarget target;
-        target.kind = static_cast<QueueTarget::Kind>(spec.kind);
-        target.key = spec.key ? spec.key : "";
-        target.maxlen = spec.maxlen;
-        target.sidekiq_queue = spec.sidekiq_queue ? spec.sidekiq_queue : "";
-        target.namespace_prefix = spec.namespace_prefix ? spec.namespace_prefix : "";
-        target.sidekiq_version = spec.sidekiq_version;
-        target.jid_salt = spec.jid_salt;
-
         std::vector<StagedJob> batch_jobs(jobs, jobs + count);
         DeliveryPlan plan;
         std::string error;
-        if (!plan_delivery(target, batch_jobs, session->marker_key, now_epoch, &plan, &error,
+        if (!plan_delivery(*target, batch_jobs, session->marker_key, now_epoch, &plan, &error,
                            session->max_bulk_bytes))
             return report_of(SessionReport::Status::Unavailable, error);
 
@@ -306,24 +298,10 @@ SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
 
         reject_message[0] = '\0';
         for (std::size_t i = 0; i < count; i++) {
-            switch (outcomes[i].kind) {
-            case JobOutcome::Kind::Delivered:
-                results[i] = JobResult::Delivered;
-                break;
-            case JobOutcome::Kind::Rejected:
-                results[i] = JobResult::Rejected;
-                if (reject_message[0] == '\0')
-                    std::snprintf(reject_message, reject_len, "%s", outcomes[i].error.c_str());
-                break;
-            case JobOutcome::Kind::Retry:
-                results[i] = JobResult::Retry;
-                break;
-            case JobOutcome::Kind::TooLarge:
-                results[i] = JobResult::TooLarge;
-                if (reject_message[0] == '\0')
-                    std::snprintf(reject_message, reject_len, "%s", outcomes[i].error.c_str());
-                break;
-            }
+            results[i] = outcomes[i].result;
+            bool failed = results[i] == JobResult::Rejected || results[i] == JobResult::TooLarge;
+            if (failed && reject_message[0] == '\0')
+                std::snprintf(reject_message, reject_len, "%s", outcomes[i].error.c_str());
         }
         return {};
     } catch (...) {

@@ -7,27 +7,13 @@
 #include <memory>
 #include <vector>
 
-#include "redis/delivery.h"
 #include "redis/io_waiter.h"
+#include "redis/job_types.h"
+#include "redis/target_handle.h"
 
 namespace jobbuf::redis {
 
 constexpr std::size_t kMessageLen = 512;
-
-// Where a queue's jobs go, as plain C data owned by the caller.
-struct TargetSpec {
-    int kind = 0;                          // QueueTarget::Kind as int
-    const char* key = nullptr;             // list/stream key
-    long long maxlen = 0;
-    const char* sidekiq_queue = nullptr;
-    const char* namespace_prefix = nullptr;  // "" or "ns:"
-    int sidekiq_version = 7;
-    std::uint32_t jid_salt = 0;
-};
-
-// Per-job result of deliver(), written into a caller-owned array.
-// TooLarge: not sent, larger than Redis accepts (drain_session_max_bulk_bytes).
-enum class JobResult : std::uint8_t { Delivered, Rejected, Retry, TooLarge };
 
 struct SessionReport {
     enum class Status {
@@ -92,7 +78,7 @@ SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter
 // over its limit that CONFIG GET could not tell), the limit is lowered below the unit's largest
 // payload and the report is Refused: the next attempt leaves that job out instead of looping.
 SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
-                                    const TargetSpec& target, const StagedJob* jobs,
+                                    const QueueTarget* target, const StagedJob* jobs,
                                     std::size_t count, double now_epoch, JobResult* results,
                                     char* reject_message, std::size_t reject_len) noexcept;
 

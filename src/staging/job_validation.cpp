@@ -2,16 +2,45 @@
 #include "pg_includes.h"
 
 #include "staging/job_validation.h"
+#include "redis/target_handle.h"
 
-static bool jsonb_has_key_of_type(Jsonb* jb, const char* key, enum jbvType type)
+using jobbuf::redis::JsonKind;
+using jobbuf::redis::PayloadRule;
+
+static bool is_of_kind(const JsonbValue* value, JsonKind kind)
 {
-    JsonbValue value;
-    JsonbValue* found = getKeyJsonValueFromContainer(&jb->root, key, strlen(key), &value);
-    if (found == nullptr)
-        return false;
-    if (type == jbvArray)  // containers come back as jbvBinary
-        return found->type == jbvBinary && JsonContainerIsArray(found->val.binary.data);
-    return found->type == type;
+    switch (kind) {
+    case JsonKind::String:
+        return value->type == jbvString;
+    case JsonKind::Array:  // containers come back as jbvBinary
+        return value->type == jbvBinary && JsonContainerIsArray(value->val.binary.data);
+    case JsonKind::Object:
+        return value->type == jbvBinary && JsonContainerIsObject(value->val.binary.data);
+    }
+    return false;
+}
+
+static const char* kind_phrase(JsonKind kind)
+{
+    switch (kind) {
+    case JsonKind::String:
+        return "a string";
+    case JsonKind::Array:
+        return "an array";
+    case JsonKind::Object:
+        return "an object";
+    }
+    return "a value";
+}
+
+static void refuse_payload(const char* queue, const char* target, const PayloadRule& rule, bool present)
+{
+    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                    present ? errmsg("jobbuf: in a job for %s queue \"%s\", \"%s\" must be %s", target, queue, rule.key,
+                                     kind_phrase(rule.kind))
+                            : errmsg("jobbuf: a job for %s queue \"%s\" needs %s \"%s\"", target, queue,
+                                     kind_phrase(rule.kind), rule.key),
+                    errhint("%s", rule.hint)));
 }
 
 QueueTraits staged_job_queue(const char* queue)
@@ -33,16 +62,19 @@ void check_staged_payload(const char* queue, const QueueTraits& traits, Jsonb* p
         ereport(ERROR, (errcode(ERRCODE_NOT_NULL_VIOLATION),
                         errmsg("jobbuf: payload of a job for queue \"%s\" must not be NULL", queue),
                         errhint("Stage a JSON value, for example '{}'::jsonb.")));
-    if (!traits.sidekiq_each)
+    if (!traits.each_delivery)
         return;
-    if (!JB_ROOT_IS_OBJECT(payload) || !jsonb_has_key_of_type(payload, "class", jbvString))
-        ereport(ERROR,
-                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                 errmsg("jobbuf: a job for sidekiq queue \"%s\" needs a string \"class\"", queue),
-                 errhint("Stage a JSON object like {\"class\": \"HardWorker\", \"args\": [1, 2]}.")));
-    if (!jsonb_has_key_of_type(payload, "args", jbvArray))
-        ereport(ERROR,
-                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                 errmsg("jobbuf: a job for sidekiq queue \"%s\" needs an array \"args\"", queue),
-                 errhint("Sidekiq calls perform(*args): use \"args\": [] for none.")));
+    const jobbuf::redis::PayloadShape* shape = jobbuf::redis::target_payload_shape(traits.target);
+    if (shape == nullptr || shape->rule_count == 0)
+        return;
+    // Rules in order: a payload that is not an object fails the first required one.
+    for (size_t i = 0; i < shape->rule_count; i++) {
+        const PayloadRule& rule = shape->rules[i];
+        JsonbValue value;
+        JsonbValue* found = JB_ROOT_IS_OBJECT(payload)
+                                ? getKeyJsonValueFromContainer(&payload->root, rule.key, strlen(rule.key), &value)
+                                : nullptr;
+        if (found == nullptr ? rule.required : !is_of_kind(found, rule.kind))
+            refuse_payload(queue, traits.target, rule, found != nullptr && rule.required == false);
+    }
 }

@@ -12,6 +12,8 @@
 // transaction, would still see the dropped queue, and would cache it for later transactions too.
 #include "pg_includes.h"
 
+#include "kept_plan.h"
+
 #include "name_hash.h"
 #include "staging/queue_cache.h"
 
@@ -65,20 +67,12 @@ static void reset_cache(void)
 
 static SPIPlanPtr prepared_lookup(void)
 {
-    if (lookup_plan == nullptr) {
-        Oid argtypes[1] = {TEXTOID};
-        SPIPlanPtr plan = SPI_prepare(
-            "SELECT q.target OPERATOR(pg_catalog.=) 'sidekiq'"
-            " AND coalesce(q.options OPERATOR(pg_catalog.->>) 'delivery', 'each') OPERATOR(pg_catalog.=) 'each'"
-            " FROM jobbuf.queues q WHERE q.name OPERATOR(pg_catalog.=) $1",
-            1, argtypes);
-        if (plan == nullptr)
-            elog(ERROR, "jobbuf: could not prepare the queue lookup: %s",
-                 SPI_result_code_string(SPI_result));
-        SPI_keepplan(plan);
-        lookup_plan = plan;
-    }
-    return lookup_plan;
+    Oid argtypes[1] = {TEXTOID};
+    return kept_plan(&lookup_plan,
+                     "SELECT q.target,"
+                     " coalesce(q.options OPERATOR(pg_catalog.->>) 'delivery', 'each') OPERATOR(pg_catalog.=) 'each'"
+                     " FROM jobbuf.queues q WHERE q.name OPERATOR(pg_catalog.=) $1",
+                     1, argtypes);
 }
 
 // The lookup runs inside the producer's statement, as the producer: with search_path pinned to
@@ -89,7 +83,8 @@ static bool fetch_queue_traits(const char* queue, QueueTraits* traits)
     int search_path_level = NewGUCNestLevel();
     (void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
                              GUC_ACTION_SAVE, true, 0, false);
-    SPI_connect();
+    if (SPI_connect() != SPI_OK_CONNECT)
+        elog(ERROR, "jobbuf: SPI_connect failed while looking up queue \"%s\"", queue);
     Datum args[1] = {CStringGetTextDatum(queue)};
     int rc = SPI_execute_snapshot(prepared_lookup(), args, nullptr, GetLatestSnapshot(), InvalidSnapshot,
                                   true, false, 1);
@@ -98,8 +93,10 @@ static bool fetch_queue_traits(const char* queue, QueueTraits* traits)
     bool found = SPI_processed == 1;
     if (found) {
         bool isnull = false;
-        Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-        traits->sidekiq_each = !isnull && DatumGetBool(d);
+        Datum target = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+        text_to_cstring_buffer(DatumGetTextPP(target), traits->target, sizeof(traits->target));
+        Datum each = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+        traits->each_delivery = !isnull && DatumGetBool(each);
     }
     SPI_finish();
     AtEOXact_GUC(true, search_path_level);  // an ERROR before this restores it at abort

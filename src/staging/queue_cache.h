@@ -4,7 +4,8 @@
 #include "pg_includes.h"
 
 struct QueueTraits {
-    bool sidekiq_each;  // target sidekiq with delivery each: payloads need class and args
+    char target[NAMEDATALEN];  // jobbuf.queues.target
+    bool each_delivery;        // delivery 'each': each payload must suit the target
 };
 
 // Looks up a queue; false when it does not exist.

@@ -7,6 +7,8 @@
 // triggers an owner may have added to jobbuf.jobs.
 #include "pg_includes.h"
 
+#include "kept_plan.h"
+
 #include "staging/job_inserter.h"
 #include "staging/job_validation.h"
 
@@ -25,18 +27,6 @@ namespace {
 SPIPlanPtr insert_plan = nullptr;
 SPIPlanPtr insert_unique_plan = nullptr;  // a duplicate waiting unique_key stages nothing
 SPIPlanPtr insert_many_plan = nullptr;
-
-SPIPlanPtr kept_plan(SPIPlanPtr* slot, const char* sql, int nargs, Oid* types)
-{
-    if (*slot == nullptr) {
-        SPIPlanPtr plan = SPI_prepare(sql, nargs, types);
-        if (plan == nullptr)
-            elog(ERROR, "jobbuf: could not prepare the staging insert: %s", SPI_result_code_string(SPI_result));
-        SPI_keepplan(plan);
-        *slot = plan;
-    }
-    return *slot;
-}
 
 // The SQL path of one job. Returns the job id, or NULL when the unique_key is already waiting.
 Datum stage_with_sql(FunctionCallInfo fcinfo, Datum payload, bool payload_null)

@@ -1,6 +1,8 @@
 // Postgres regime: the worker's queue list and delivery identity (see active_queues.h).
 #include "pg_includes.h"
 
+#include "kept_plan.h"
+
 #include "worker/active_queues.h"
 #include "commit_wakeup.h"
 #include "extension_version.h"
@@ -11,6 +13,8 @@ extern "C" {
 #include "access/xlog.h"
 #include "commands/extension.h"
 #include "common/hashfn.h"
+#include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 }
@@ -54,8 +58,53 @@ static uint32 note_installation(Oid extension_oid)
     return hash_bytes(reinterpret_cast<const unsigned char*>(seed), sizeof(seed));
 }
 
-// Loads the queues the worker pushes (not paused, target list/stream/sidekiq) into an array
-// allocated in cxt, in its own transaction. Returns kNoExtension or kOutdatedExtension when there
+// The targets of the last list (made by the C++ regime, so not freed by a context reset).
+static void destroy_targets(void)
+{
+    for (int i = 0; i < list_count; i++)
+        jobbuf::redis::queue_target_destroy(list_queues[i].target);
+    list_count = 0;
+    list_queues = nullptr;
+}
+
+struct TargetOptionList {
+    jobbuf::redis::TargetOption* items;
+    int count;
+};
+
+// The (name, value) text arrays of the queue's options as TargetOptions, in the current context.
+static TargetOptionList target_options(Datum names, Datum values)
+{
+    Datum* name_items;
+    Datum* value_items;
+    int name_count = 0, value_count = 0;
+    deconstruct_array(DatumGetArrayTypeP(names), TEXTOID, -1, false, TYPALIGN_INT, &name_items, nullptr, &name_count);
+    deconstruct_array(DatumGetArrayTypeP(values), TEXTOID, -1, false, TYPALIGN_INT, &value_items, nullptr, &value_count);
+    TargetOptionList list{static_cast<jobbuf::redis::TargetOption*>(palloc(sizeof(jobbuf::redis::TargetOption) *
+                                                                        (Min(name_count, value_count) + 1))),
+                          Min(name_count, value_count)};
+    for (int i = 0; i < list.count; i++)
+        list.items[i] = {TextDatumGetCString(name_items[i]), TextDatumGetCString(value_items[i])};
+    return list;
+}
+
+// A queue whose options its target cannot read (jobbuf.queues changed without
+// jobbuf_alter_queue's checks) is left out, its jobs staged: one WARNING per queue and reason,
+// however often the list is loaded.
+static void warn_unusable_queue(const char* queue, const char* error)
+{
+    static char last_warning[NAMEDATALEN + 256];
+    char warning[sizeof(last_warning)];
+    snprintf(warning, sizeof(warning), "%s: %s", queue, error);
+    if (strcmp(warning, last_warning) == 0)
+        return;
+    strlcpy(last_warning, warning, sizeof(last_warning));
+    ereport(WARNING, (errmsg("jobbuf: queue \"%s\" is not delivered: %s", queue, error),
+                      errhint("Fix its options with jobbuf_alter_queue.")));
+}
+
+// Loads the queues the worker pushes (not paused, target other than none), each with its target,
+// into an array allocated in cxt, in its own transaction. Returns kNoExtension or kOutdatedExtension when there
 // is nothing the worker may drain.
 static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
 {
@@ -67,22 +116,17 @@ static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
         return installed.state == InstalledExtension::Missing ? kNoExtension : kOutdatedExtension;
     }
     Oid extension_oid = installed.extension_oid;
-    if (queues_plan == nullptr)
-        queues_plan = prepare_kept(
-            // Schema-qualified throughout, operators included (see worker_session.cpp).
-            "SELECT q.name,"
-            "  CASE WHEN q.target OPERATOR(pg_catalog.=) 'list' THEN 0"
-            "       WHEN q.target OPERATOR(pg_catalog.=) 'stream' THEN 1 ELSE 2 END,"
-            "  coalesce(q.options OPERATOR(pg_catalog.->>) 'key', 'jobbuf:' OPERATOR(pg_catalog.||) q.name),"
-            "  coalesce((q.options OPERATOR(pg_catalog.->>) 'maxlen')::bigint, 0),"
-            "  coalesce(q.options OPERATOR(pg_catalog.->>) 'sidekiq_queue', q.name),"
-            "  coalesce((q.options OPERATOR(pg_catalog.->>) 'namespace') OPERATOR(pg_catalog.||) ':', ''),"
-            "  coalesce((q.options OPERATOR(pg_catalog.->>) 'sidekiq_version')::int, 7),"
+    kept_plan(&queues_plan, 
+            // Schema-qualified throughout, operators included (see worker_session.cpp). A queue's
+            // options reach its target as text pairs (jsonb_each_text: strings unquoted, as ->>);
+            // the target reads the ones it knows (src/redis/targets/).
+            "SELECT q.name, q.target,"
+            "  ARRAY(SELECT e.key FROM pg_catalog.jsonb_each_text(q.options) e WHERE e.value IS NOT NULL ORDER BY e.key),"
+            "  ARRAY(SELECT e.value FROM pg_catalog.jsonb_each_text(q.options) e WHERE e.value IS NOT NULL ORDER BY e.key),"
             "  coalesce((q.options OPERATOR(pg_catalog.->>) 'batch_size')::int, 0),"
-            "  (q.options OPERATOR(pg_catalog.->>) 'delivery') OPERATOR(pg_catalog.=) 'group',"
-            "  coalesce(q.options OPERATOR(pg_catalog.->>) 'group_class', '')"
+            "  (q.options OPERATOR(pg_catalog.->>) 'delivery') OPERATOR(pg_catalog.=) 'group'"
             " FROM jobbuf.queues q"
-            " WHERE NOT q.paused AND q.target OPERATOR(pg_catalog.=) ANY ('{list,stream,sidekiq}'::pg_catalog.text[])"
+            " WHERE NOT q.paused AND q.target OPERATOR(pg_catalog.<>) 'none'"
             " ORDER BY q.name",
             0, nullptr);
     execute_kept(queues_plan, nullptr, nullptr, true, SPI_OK_SELECT, "loading queues");
@@ -90,28 +134,37 @@ static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
     int count = static_cast<int>(SPI_processed);
     uint32 salt = note_installation(extension_oid);
     auto* list = static_cast<ActiveQueue*>(MemoryContextAllocZero(cxt, sizeof(ActiveQueue) * (count + 1)));
+    // Published before the targets are made: a list cut short by an error still has its targets
+    // destroyed by the next load.
+    list_queues = list;
+    list_count = 0;
+    int kept = 0;
     for (int i = 0; i < count; i++) {
         HeapTuple tuple = SPI_tuptable->vals[i];
         TupleDesc desc = SPI_tuptable->tupdesc;
         bool isnull = false;
-        ActiveQueue* q = &list[i];
+        ActiveQueue* q = &list[kept];
         strlcpy(q->name, TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull)), NAMEDATALEN);
+        char* target_name = TextDatumGetCString(SPI_getbinval(tuple, desc, 2, &isnull));
+        TargetOptionList options = target_options(SPI_getbinval(tuple, desc, 3, &isnull),
+                                                  SPI_getbinval(tuple, desc, 4, &isnull));
+        char error[256];
+        q->target = jobbuf::redis::queue_target_create(target_name, q->name, options.items, options.count, salt,
+                                                       error, sizeof(error));
+        if (q->target == nullptr) {
+            warn_unusable_queue(q->name, error);
+            continue;
+        }
+        list_count = ++kept;
+        q->traits = jobbuf::redis::queue_target_traits(q->target);
         q->wake_bit = queue_wake_bit(q->name);
-        q->spec.kind = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
-        q->spec.key = MemoryContextStrdup(cxt, TextDatumGetCString(SPI_getbinval(tuple, desc, 3, &isnull)));
-        q->spec.maxlen = DatumGetInt64(SPI_getbinval(tuple, desc, 4, &isnull));
-        q->spec.sidekiq_queue = MemoryContextStrdup(cxt, TextDatumGetCString(SPI_getbinval(tuple, desc, 5, &isnull)));
-        q->spec.namespace_prefix = MemoryContextStrdup(cxt, TextDatumGetCString(SPI_getbinval(tuple, desc, 6, &isnull)));
-        q->spec.sidekiq_version = DatumGetInt32(SPI_getbinval(tuple, desc, 7, &isnull));
-        q->spec.jid_salt = salt;
-        q->batch_size = DatumGetInt32(SPI_getbinval(tuple, desc, 8, &isnull));
-        Datum group = SPI_getbinval(tuple, desc, 9, &isnull);
+        q->batch_size = DatumGetInt32(SPI_getbinval(tuple, desc, 5, &isnull));
+        Datum group = SPI_getbinval(tuple, desc, 6, &isnull);
         q->group_delivery = !isnull && DatumGetBool(group);
-        q->group_class = MemoryContextStrdup(cxt, TextDatumGetCString(SPI_getbinval(tuple, desc, 10, &isnull)));
     }
     commit_worker_transaction();
     *queues = list;
-    return count;
+    return kept;
 }
 
 int current_active_queues(MemoryContext cxt, ActiveQueue** queues, bool reload, bool* reloaded)
@@ -122,6 +175,7 @@ int current_active_queues(MemoryContext cxt, ActiveQueue** queues, bool reload, 
     uint32 generation = jobbuf_shared ? pg_atomic_read_u32(&jobbuf_shared->queues_generation) : 0;
     if (reload || !list_loaded || generation != list_generation) {
         list_loaded = false;
+        destroy_targets();
         MemoryContextReset(cxt);
         list_count = load_active_queues(cxt, &list_queues);
         if (list_count < 0)

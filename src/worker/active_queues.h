@@ -3,14 +3,14 @@
 #pragma once
 #include "pg_includes.h"
 
-#include "redis/drain_session.h"
+#include "redis/target_handle.h"
 
 struct ActiveQueue {
     char name[NAMEDATALEN];
-    jobbuf::redis::TargetSpec spec;  // strings point into the worker's queue-list context
+    jobbuf::redis::QueueTarget* target;  // made from the queue's target and options at each load
+    const jobbuf::redis::TargetTraits* traits;  // the target's: what the take must know
     int batch_size;                  // 0: jobbuf.batch_size (group delivery: jobbuf_claim's default)
     bool group_delivery;             // delivery 'group': one message per claimed group
-    const char* group_class;         // sidekiq group delivery: the job class given [group_id]
     uint64 wake_bit;                 // queue_wake_bit(name): set when a commit staged into it
 };
 

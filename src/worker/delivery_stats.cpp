@@ -1,6 +1,8 @@
 // Postgres regime: per-queue and worker-wide delivery counters (see delivery_stats.h).
 #include "pg_includes.h"
 
+#include "kept_plan.h"
+
 #include "worker/delivery_stats.h"
 #include "shared_state.h"
 #include "worker/worker_transaction.h"
@@ -17,9 +19,9 @@ void record_batch(const char* queue, int64 delivered, int64 failed, const char* 
     Datum values[4] = {CStringGetTextDatum(queue), Int64GetDatum(delivered), Int64GetDatum(failed),
                        error ? CStringGetTextDatum(error) : (Datum) 0};
     char nulls[4] = {' ', ' ', ' ', static_cast<char>(error ? ' ' : 'n')};
-    if (stats_plan == nullptr) {
+    {
         Oid types[4] = {TEXTOID, INT8OID, INT8OID, TEXTOID};
-        stats_plan = prepare_kept(
+        kept_plan(&stats_plan, 
             "UPDATE jobbuf.queue_stats s SET"
             "  delivered_total = s.delivered_total OPERATOR(pg_catalog.+) $2,"
             "  failed_total = s.failed_total OPERATOR(pg_catalog.+) $3,"

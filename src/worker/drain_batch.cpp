@@ -12,11 +12,15 @@
 // instead of pushing them again: the job reaches Redis once.
 #include "pg_includes.h"
 
+#include "kept_plan.h"
+
 #include "worker/active_queues.h"
+#include "worker/delivery_attempt.h"
 #include "worker/delivery_stats.h"
 #include "worker/drain_batch.h"
 #include "worker/expired_claims.h"
 #include "worker/job_taker.h"
+#include "worker/own_keys.h"
 #include "settings.h"
 #include "worker/taken_batch.h"
 #include "worker/worker_transaction.h"
@@ -40,9 +44,9 @@ SPIPlanPtr dead_plan = nullptr;
 
 void prepare_plans(void)
 {
-    if (take_plan == nullptr) {
-        Oid types[4] = {TEXTOID, INT4OID, BOOLOID, INT8OID};
-        take_plan = prepare_kept(
+    {
+        Oid types[6] = {TEXTOID, INT4OID, TEXTARRAYOID, INT8OID, BOOLOID, TEXTOID};
+        kept_plan(&take_plan, 
             // Written so that the plan cannot depend on statistics (it is made once, often
             // while the table is empty): "queue <= $1 AND (queue, id) > ($1, $4)" means queue = $1
             // and id > $4, but only jobs_waiting (queue, id) can serve it, and the scan starts
@@ -53,25 +57,25 @@ void prepare_plans(void)
             "WITH picked AS ("
             "  SELECT j.id FROM jobbuf.jobs j"
             "  WHERE j.queue OPERATOR(pg_catalog.<=) $1 AND (j.queue, j.id) OPERATOR(pg_catalog.>) ($1, $4)"
-            "    AND j.group_id IS NULL AND ($3 OR j.run_at OPERATOR(pg_catalog.<=) pg_catalog.now())"
+            "    AND j.group_id IS NULL AND ($5 OR j.run_at OPERATOR(pg_catalog.<=) pg_catalog.now())"
             "  ORDER BY j.queue, j.id LIMIT $2 FOR UPDATE SKIP LOCKED"
             ")"
             // A top-level DELETE: its RETURNING rows go straight to SPI, with no CTE tuplestore
             // and no sort (the probe of jobs_pkey returns them in id order; take_batch checks).
             " DELETE FROM jobbuf.jobs j WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT p.id FROM picked p))"
             " RETURNING j.id,"
-            // Sidekiq: keys jobbuf sets itself are dropped from the payload, only when present.
-            "  CASE WHEN $3 AND j.payload OPERATOR(pg_catalog.?|) '{queue,jid,created_at,enqueued_at}'::pg_catalog.text[]"
-            "       THEN (j.payload OPERATOR(pg_catalog.-) '{queue,jid,created_at,enqueued_at}'::pg_catalog.text[])::text"
+            // The keys the target writes itself ($3) are dropped from the payload, only when present.
+            "  CASE WHEN j.payload OPERATOR(pg_catalog.?|) $3"
+            "       THEN (j.payload OPERATOR(pg_catalog.-) $3)::text"
             "       ELSE j.payload::text END,"
             "  pg_catalog.date_part('epoch', j.staged_at), pg_catalog.date_part('epoch', j.run_at),"
-            "  $3 AND j.payload OPERATOR(pg_catalog.?) 'retry',"
+            "  coalesce(j.payload OPERATOR(pg_catalog.?) $6, false),"
             "  j.payload, j.partition_key, j.unique_key, j.staged_at, j.attempts",
-            4, types);
+            6, types);
     }
-    if (dead_plan == nullptr) {
+    {
         Oid types[8] = {INT8OID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID};
-        dead_plan = prepare_kept(
+        kept_plan(&dead_plan, 
             "INSERT INTO jobbuf.dead (id, queue, payload, partition_key, unique_key, staged_at,"
             "                         attempts, last_error, errors)"
             " VALUES ($1, $2, $3, $4, $5, $6, $7 OPERATOR(pg_catalog.+) 1, $8,"
@@ -96,17 +100,19 @@ void dead_letter(const TakenBatch& taken, uint64 row, const char* queue, const c
 // Takes the batch into *taken: directly when the table allows it (job_taker.h), otherwise with
 // the batch statement, whose rows go straight into *taken (taken_batch.h). The statement cannot
 // stop at a byte bound: when its rows overflow it, taken->overflowed says to take again with fewer.
-void take_batch(const ActiveQueue* q, int limit, bool sidekiq, int64 after_id, TakeBounds bounds, TakenBatch* taken)
+void take_batch(const ActiveQueue* q, int limit, int64 after_id, TakeBounds bounds, TakenBatch* taken)
 {
-    if (take_jobs_directly(q->name, limit, sidekiq, after_id, bounds, taken))
+    const jobbuf::redis::TargetTraits& target = *q->traits;
+    if (take_jobs_directly(q->name, target, limit, after_id, bounds, taken))
         return;
-    ParamListInfo params = makeParamList(4);
-    const Oid types[4] = {TEXTOID, INT4OID, BOOLOID, INT8OID};
-    const Datum values[4] = {CStringGetTextDatum(q->name), Int32GetDatum(limit), BoolGetDatum(sidekiq),
-                             Int64GetDatum(after_id)};
-    for (int i = 0; i < 4; i++) {
+    ParamListInfo params = makeParamList(6);
+    const Oid types[6] = {TEXTOID, INT4OID, TEXTARRAYOID, INT8OID, BOOLOID, TEXTOID};
+    const Datum values[6] = {CStringGetTextDatum(q->name), Int32GetDatum(limit), own_keys_array(target),
+                             Int64GetDatum(after_id), BoolGetDatum(target.carries_run_at),
+                             target.probed_key != nullptr ? CStringGetTextDatum(target.probed_key) : Datum(0)};
+    for (int i = 0; i < 6; i++) {
         params->params[i].value = values[i];
-        params->params[i].isnull = false;
+        params->params[i].isnull = i == 5 && target.probed_key == nullptr;
         params->params[i].pflags = PARAM_FLAG_CONST;
         params->params[i].ptype = types[i];
     }
@@ -122,26 +128,6 @@ void take_batch(const ActiveQueue* q, int limit, bool sidekiq, int64 after_id, T
 }
 
 }  // namespace
-
-bool begin_delivery_transaction(const char* activity, BatchResult* result)
-{
-    begin_worker_transaction(activity);
-    if (!lock_jobbuf_tables()) {
-        abort_worker_transaction();
-        result->outcome = BatchOutcome::Locked;
-        return false;
-    }
-    return true;
-}
-
-bool queue_list_still_current(BatchResult* result)
-{
-    if (!active_queues_changed())
-        return true;
-    abort_worker_transaction();
-    result->outcome = BatchOutcome::Stale;
-    return false;
-}
 
 // Rewrites the marker to name only the jobs Redis took (results Delivered): a rejected job must
 // not be named, or reconciliation would later delete it (for example after jobbuf_retry_dead put
@@ -164,7 +150,6 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
 {
     BatchResult result{};
     int limit = q->batch_size > 0 ? q->batch_size : jobbuf_batch_size;
-    bool sidekiq = q->spec.kind == static_cast<int>(jobbuf::redis::QueueTarget::Kind::Sidekiq);
     TakeBounds bounds = {static_cast<size_t>(jobbuf_batch_max_bytes),
                          Min(jobbuf::redis::drain_session_max_bulk_bytes(ctx->session), kMaxJobTextBytes)};
 
@@ -179,7 +164,7 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
             return result;
         prepare_plans();
         TimestampTz take_start = GetCurrentTimestamp();
-        take_batch(q, limit, sidekiq, progress->after_id, bounds, &taken);
+        take_batch(q, limit, progress->after_id, bounds, &taken);
         result.take_us += GetCurrentTimestamp() - take_start;
         if (!taken.overflowed)
             break;
@@ -200,7 +185,7 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
     auto* results = static_cast<JobResult*>(palloc(sizeof(JobResult) * count));
     char reject_message[jobbuf::redis::kMessageLen];
     SessionReport report = jobbuf::redis::drain_session_deliver(
-        ctx->session, *ctx->waiter, q->spec, jobs, count, now_epoch_seconds(), results,
+        ctx->session, *ctx->waiter, q->target, jobs, count, now_epoch_seconds(), results,
         reject_message, sizeof(reject_message));
     ctx->waiter->raise_pending();  // back in the Postgres regime: an ERROR a wait caught goes on here
     if (report.status != SessionReport::Status::Ok) {

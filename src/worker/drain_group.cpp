@@ -6,12 +6,17 @@
 // claimed and pushed again (that expiry counts as an attempt).
 #include "pg_includes.h"
 
+#include "worker/delivery_attempt.h"
+
+#include "kept_plan.h"
+
 #include "worker/delivery_stats.h"
 #include "worker/drain_group.h"
 #include "worker/worker_transaction.h"
 
 extern "C" {
 #include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/uuid.h"
@@ -33,9 +38,7 @@ SPIPlanPtr release_plan = nullptr;
 // operator is schema-qualified (see worker_session.cpp).
 void prepare_group_plan(void)
 {
-    if (group_plan != nullptr)
-        return;
-    Oid types[4] = {TEXTOID, INT4OID, BOOLOID, TEXTOID};
+    Oid types[2] = {TEXTOID, INT4OID};
     const char* sql =
         "WITH claimed AS (SELECT * FROM jobbuf.claim(jobbuf.known_queue($1), $2, NULL::pg_catalog.text)),"
         " g AS (SELECT c.group_id, pg_catalog.array_agg(c.id ORDER BY c.id) AS ids,"
@@ -45,11 +48,31 @@ void prepare_group_plan(void)
         " SELECT ('x' OPERATOR(pg_catalog.||)"
         "         pg_catalog.substr(pg_catalog.replace(g.group_id::text, '-', ''), 1, 16))::bit(64)::bigint"
         "          OPERATOR(pg_catalog.&) 9223372036854775807,"
-        "  CASE WHEN $3 THEN pg_catalog.jsonb_build_object('class', $4, 'args', pg_catalog.jsonb_build_array(g.group_id))"
-        "       ELSE pg_catalog.jsonb_build_object('group_id', g.group_id, 'ids', pg_catalog.to_jsonb(g.ids)) END::text,"
-        "  extract(epoch FROM g.staged_at)::float8, pg_catalog.cardinality(g.ids), g.group_id"
+        "  g.ids, extract(epoch FROM g.staged_at)::float8, g.group_id"
         " FROM g";
-    group_plan = prepare_kept(sql, 4, types);
+    kept_plan(&group_plan, sql, 2, types);
+}
+
+// The message's payload, as the queue's target writes it for this group and its job ids (an
+// int8[]), in cxt; *count is the number of jobs.
+char* group_payload(const ActiveQueue* q, const char* group_id, Datum ids, MemoryContext cxt, int64* count)
+{
+    Datum* items;
+    int n = 0;
+    deconstruct_array(DatumGetArrayTypeP(ids), INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &items,
+                      nullptr, &n);
+    auto* job_ids = static_cast<int64*>(palloc(sizeof(int64) * (n + 1)));
+    for (int i = 0; i < n; i++)
+        job_ids[i] = DatumGetInt64(items[i]);
+    *count = n;
+    const auto* id_array = reinterpret_cast<const std::int64_t*>(job_ids);
+    char probe[1];
+    size_t len = jobbuf::redis::queue_target_group_payload(q->target, group_id, id_array, n, probe, sizeof(probe));
+    if (len == 0)
+        ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("jobbuf: out of memory building a group message")));
+    char* payload = static_cast<char*>(MemoryContextAlloc(cxt, len + 1));
+    jobbuf::redis::queue_target_group_payload(q->target, group_id, id_array, n, payload, len + 1);
+    return payload;
 }
 
 }  // namespace
@@ -57,15 +80,12 @@ void prepare_group_plan(void)
 BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
 {
     BatchResult result{};
-    bool sidekiq = q->spec.kind == static_cast<int>(jobbuf::redis::QueueTarget::Kind::Sidekiq);
-
     // 1. Claim and commit, so that the consumer that pops the message sees the group.
     if (!begin_delivery_transaction("jobbuf: claiming a group", &result))
         return result;
     prepare_group_plan();
-    Datum args[4] = {CStringGetTextDatum(q->name), Int32GetDatum(q->batch_size), BoolGetDatum(sidekiq),
-                     CStringGetTextDatum(q->group_class)};
-    char nulls[4] = {' ', static_cast<char>(q->batch_size > 0 ? ' ' : 'n'), ' ', ' '};
+    Datum args[2] = {CStringGetTextDatum(q->name), Int32GetDatum(q->batch_size)};
+    char nulls[2] = {' ', static_cast<char>(q->batch_size > 0 ? ' ' : 'n')};
     execute_kept(group_plan, args, nulls, false, SPI_OK_SELECT, "claiming a group");
     if (!queue_list_still_current(&result))
         return result;
@@ -79,15 +99,15 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
     bool isnull = false;
     // Copied out of SPI's memory, which the commit frees.
     MemoryContext message_cxt = TopMemoryContext;
-    Datum group_id = SPI_getbinval(tuple, desc, 5, &isnull);
+    Datum group_id = SPI_getbinval(tuple, desc, 4, &isnull);
     char* group_text = MemoryContextStrdup(message_cxt, DatumGetCString(DirectFunctionCall1(uuid_out, group_id)));
-    char* body = MemoryContextStrdup(message_cxt, TextDatumGetCString(SPI_getbinval(tuple, desc, 2, &isnull)));
+    int64 jobs_in_group = 0;
+    char* body = group_payload(q, group_text, SPI_getbinval(tuple, desc, 2, &isnull), message_cxt, &jobs_in_group);
     StagedJob message;
     message.id = DatumGetInt64(SPI_getbinval(tuple, desc, 1, &isnull));
     message.payload = std::string_view(body);
     message.staged_at = DatumGetFloat8(SPI_getbinval(tuple, desc, 3, &isnull));
     message.marked = false;  // its jobs stay in jobbuf.jobs: reconciliation must never touch them
-    int64 jobs_in_group = DatumGetInt32(SPI_getbinval(tuple, desc, 4, &isnull));
     commit_worker_transaction();
 
     // 2. Push one message for the group.
@@ -96,7 +116,7 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
     JobResult outcome = JobResult::Retry;
     char reject_message[jobbuf::redis::kMessageLen];
     SessionReport report = jobbuf::redis::drain_session_deliver(
-        ctx->session, *ctx->waiter, q->spec, &message, 1, now, &outcome, reject_message, sizeof(reject_message));
+        ctx->session, *ctx->waiter, q->target, &message, 1, now, &outcome, reject_message, sizeof(reject_message));
     ctx->waiter->raise_pending();
     bool pushed = report.status == SessionReport::Status::Ok && outcome == JobResult::Delivered;
 
@@ -108,8 +128,7 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
         record_batch(q->name, jobs_in_group, 0, nullptr);
     } else {
         Oid types[1] = {UUIDOID};
-        if (release_plan == nullptr)
-            release_plan = prepare_kept(
+        kept_plan(&release_plan, 
                 "UPDATE jobbuf.jobs j SET group_id = NULL, lease_until = NULL"
                 " WHERE j.group_id OPERATOR(pg_catalog.=) $1", 1, types);
         Datum release_args[1] = {DirectFunctionCall1(uuid_in, CStringGetDatum(group_text))};

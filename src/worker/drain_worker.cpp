@@ -11,7 +11,10 @@
 #include "worker/active_queues.h"
 #include "worker/drain_group.h"
 #include "worker/reconcile.h"
+#include "worker/guarded_call.h"
+#include "worker/pass_schedule.h"
 #include "worker/queue_progress.h"
+#include "worker/redis_health.h"
 #include "drop_database_guard.h"
 #include "extension_version.h"
 #include "worker/problem_log.h"
@@ -39,42 +42,16 @@ using jobbuf::redis::SessionReport;
 
 namespace {
 
-constexpr int kMinBackoffMs = 100;
-constexpr int kMaxBackoffMs = 30 * 1000;
+// A Postgres error holds the next round back this long.
 constexpr int kErrorBackoffMs = 1000;
-// Full passes restart every cursor at its queue's floor, head passes at the head of the queue
-// (queue_progress.h). While an old snapshot keeps the rows delivered since the last vacuum,
-// walking past them costs more with every job delivered; both kinds of pass then come this many
-// times their walking time apart (5% of the worker), but full passes at least once a minute
-// (run_at coming due, rows another transaction held) and head passes at least every ten
-// minutes (released claims and two-phase commits below a cursor).
-constexpr int kRestartScanSpacing = 20;
-constexpr int kMaxFullPassSpacingMs = 60 * 1000;
-constexpr int kMaxHeadPassSpacingMs = 10 * 60 * 1000;
-
-enum class PassKind {
-    Changed,  // the queues commits staged into, each from its cursor
-    Full,     // every queue, each cursor restarted at its floor
-    Head,     // every queue, each cursor restarted at 0
-};
 
 struct WorkerState {
     DrainContext ctx;
     MemoryContext queue_cxt;       // the active queue list, reset when it is reloaded
     bool reconcile_needed;
-    int backoff_ms;
-    TimestampTz next_attempt;      // no Redis attempt before this time
-    bool redis_reported_down;
     char client_name[128];
     uint32 rotation;
     bool fencing_warned;
-    bool full_round_due;           // the next round's first pass looks at every queue
-    TimestampTz next_full_round;   // ... and so does the first pass after this time
-    TimestampTz next_head_pass;    // the first full pass after this time is a head pass
-    TimestampTz full_pass_started;
-    TimestampTz head_pass_started;
-    int64 full_scan_us;            // the last full pass's first batches (from restarted cursors)
-    int64 head_scan_us;            // the same for the last head pass
 };
 
 WorkerState* state = nullptr;
@@ -127,8 +104,7 @@ void apply_settings(void)
         report_problem(ProblemKind::Config, report.message);
     else
         report_recovered(ProblemKind::Config, "jobbuf.redis_url is valid again");
-    state->next_attempt = 0;  // a new configuration deserves an immediate attempt
-    state->backoff_ms = 0;
+    delay_redis_attempts(0);  // a new configuration deserves an immediate attempt
 }
 
 void reload_settings_if_asked(void)
@@ -140,64 +116,11 @@ void reload_settings_if_asked(void)
     }
 }
 
-// Schedules the next Redis attempt after a failure and logs the problem once.
-void redis_failed(const char* message)
-{
-    state->backoff_ms = state->backoff_ms == 0 ? kMinBackoffMs : Min(state->backoff_ms * 2, kMaxBackoffMs);
-    state->backoff_ms = Min(state->backoff_ms, Max(jobbuf_poll_interval, kMinBackoffMs) * 10);
-    state->next_attempt = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), state->backoff_ms);
-    state->redis_reported_down = true;
-    shared_state_set_redis_connected(jobbuf::redis::drain_session_connected(state->ctx.session));
-    report_problem(ProblemKind::Redis, message);
-}
-
-void redis_succeeded(void)
-{
-    state->backoff_ms = 0;
-    if (state->redis_reported_down) {
-        state->redis_reported_down = false;
-        char where[256];
-        jobbuf::redis::drain_session_describe(state->ctx.session, where, sizeof(where));
-        char message[320];
-        snprintf(message, sizeof(message), "Redis at %s accepts jobs again", where);
-        report_recovered(ProblemKind::Redis, message);
-    }
-    shared_state_set_redis_connected(true);
-}
-
-// Runs fn under PG_TRY: a Postgres error aborts the transaction, is logged once, and makes the
-// worker reconcile and back off instead of exiting.
-template <typename Fn>
-bool run_guarded(Fn fn)
-{
-    MemoryContext caller_cxt = CurrentMemoryContext;
-    volatile bool ok = true;
-    PG_TRY();
-    {
-        fn();
-    }
-    PG_CATCH();
-    {
-        MemoryContextSwitchTo(caller_cxt);
-        ErrorData* error = CopyErrorData();
-        FlushErrorState();
-        AbortCurrentTransaction();
-        pgstat_report_activity(STATE_IDLE, nullptr);
-        report_problem(ProblemKind::Database, error->message);
-        FreeErrorData(error);
-        ok = false;
-    }
-    PG_END_TRY();
-    if (ok)
-        report_recovered(ProblemKind::Database, "the last database error is resolved");
-    return ok;
-}
-
 void database_failed(void)
 {
     state->reconcile_needed = true;
     forget_active_queues();
-    state->next_attempt = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), kErrorBackoffMs);
+    delay_redis_attempts(kErrorBackoffMs);
 }
 
 bool ensure_redis(void)
@@ -215,16 +138,16 @@ bool ensure_redis(void)
         return false;
     if (report.status == SessionReport::Status::BadConfig) {
         report_problem(ProblemKind::Config, report.message);
-        state->next_attempt = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), kMaxBackoffMs);
+        delay_redis_attempts(kMaxBackoffMs);
         return false;
     }
     if (report.status != SessionReport::Status::Ok) {
-        redis_failed(report.message);
+        redis_failed(state->ctx.session, report.message);
         return false;
     }
     if (fresh) {
         state->reconcile_needed = true;  // a batch may have been cut off by the last disconnect
-        redis_succeeded();
+        redis_succeeded(state->ctx.session);
         if (report.message[0] != '\0' && !state->fencing_warned) {
             ereport(WARNING, (errmsg("jobbuf: %s", report.message)));
             state->fencing_warned = true;
@@ -244,7 +167,7 @@ bool reconcile_if_needed(void)
         return false;
     }
     if (report.status != SessionReport::Status::Ok) {
-        redis_failed(report.message);
+        redis_failed(state->ctx.session, report.message);
         return false;
     }
     state->reconcile_needed = !done;
@@ -258,7 +181,7 @@ void batch_failed(const BatchResult& result)
     if (result.reconcile_needed)
         state->reconcile_needed = true;
     if (result.outcome != BatchOutcome::Interrupted)
-        redis_failed(result.message);
+        redis_failed(state->ctx.session, result.message);
 }
 
 // Nothing to drain until CREATE EXTENSION jobbuf, or until ALTER EXTENSION jobbuf UPDATE when the
@@ -308,50 +231,6 @@ int load_pass(ActiveQueue** queues, bool reload, bool* reloaded)
     return nqueues;
 }
 
-// Whether this pass looks at every queue: on the first pass of a round after a round that did
-// not finish (an error, a backoff, the worker disabled, tables locked), and on any pass once
-// poll_interval has passed since the last full pass (jobs whose run_at came due, expired group
-// leases, rows skipped as locked), even in the middle of a long round; a full pass is a head
-// pass (commits the wake-up cannot see, such as COMMIT PREPARED, and released claims) once
-// poll_interval has passed since the last one. Both are spaced out by note_restart_scan.
-PassKind start_pass(bool first)
-{
-    TimestampTz now = GetCurrentTimestamp();
-    if (!(first && state->full_round_due) && now < state->next_full_round)
-        return PassKind::Changed;
-    state->next_full_round = TimestampTzPlusMilliseconds(now, jobbuf_poll_interval);
-    state->full_pass_started = now;
-    state->full_scan_us = 0;
-    if (now < state->next_head_pass) {
-        restart_queue_cursors_at_floor();
-        return PassKind::Full;
-    }
-    state->next_head_pass = state->next_full_round;
-    state->head_pass_started = now;
-    state->head_scan_us = 0;
-    forget_queue_progress();
-    return PassKind::Head;
-}
-
-TimestampTz spaced_after(TimestampTz started, int64 scan_us, int max_spacing_ms)
-{
-    return started + Min(scan_us * kRestartScanSpacing, int64{max_spacing_ms} * 1000);
-}
-
-// Spaces full and head passes out when the first batches of their restarted cursors take long to
-// find the first job (dead rows that an old snapshot keeps; see kRestartScanSpacing).
-void note_restart_scan(int64 take_us, bool from_head)
-{
-    state->full_scan_us += take_us;
-    state->next_full_round = Max(state->next_full_round,
-                                 spaced_after(state->full_pass_started, state->full_scan_us, kMaxFullPassSpacingMs));
-    if (from_head) {
-        state->head_scan_us += take_us;
-        state->next_head_pass = Max(state->next_head_pass,
-                                    spaced_after(state->head_pass_started, state->head_scan_us, kMaxHeadPassSpacingMs));
-    }
-}
-
 // Marks the queues that commits staged into since the last look as pending (every queue on a
 // full pass, and after the queue list was reloaded: a new or resumed queue may have jobs) and
 // rewinds the cursors past the lowest id those commits staged.
@@ -374,8 +253,8 @@ long drain_round(void)
 {
     long sleep_ms = jobbuf_poll_interval;
     TimestampTz now = GetCurrentTimestamp();
-    if (state->next_attempt > now) {
-        long wait_ms = (state->next_attempt - now) / 1000 + 1;
+    if (next_redis_attempt() > now) {
+        long wait_ms = (next_redis_attempt() - now) / 1000 + 1;
         return Min(wait_ms, sleep_ms);
     }
 
@@ -386,7 +265,7 @@ long drain_round(void)
         PassKind kind = start_pass(first);
         bool full = kind != PassKind::Changed;
         if (first)
-            state->full_round_due = true;  // until this round finishes
+            round_started();
         ActiveQueue* queues = nullptr;
         bool reloaded = false;
         int nqueues = load_pass(&queues, full, &reloaded);
@@ -396,7 +275,7 @@ long drain_round(void)
         if (nqueues == 0)
             break;
         if (!ensure_redis() || !reconcile_if_needed())
-            return Max(state->backoff_ms, kMinBackoffMs);
+            return redis_backoff_ms();
 
         uint32 start = state->rotation++;
         for (int k = 0; k < nqueues; k++) {
@@ -439,13 +318,13 @@ long drain_round(void)
                 break;
             default:
                 batch_failed(result);
-                return Max(state->backoff_ms, kMinBackoffMs);
+                return redis_backoff_ms();
             }
         }
     }
-    state->full_round_due = locked_out;
+    round_finished(locked_out);
     if (delivered_any)
-        redis_succeeded();
+        redis_succeeded(state->ctx.session);
     return locked_out ? kMinBackoffMs : sleep_ms;
 }
 
@@ -469,7 +348,6 @@ void jobbuf_drain_main(Datum arg)
     void* waiter_memory = MemoryContextAlloc(TopMemoryContext, sizeof(LatchIoWaiter));
     state->ctx.waiter = new (waiter_memory) LatchIoWaiter();
     state->reconcile_needed = true;
-    state->full_round_due = true;
     worker_client_name(state->client_name, sizeof(state->client_name));
 
     pin_worker_session();
@@ -493,7 +371,7 @@ void jobbuf_drain_main(Datum arg)
         if (jobbuf_enabled && !RecoveryInProgress())
             sleep_ms = drain_round();
 
-        if (state->ctx.waiter->take_wakeup() && state->next_attempt <= GetCurrentTimestamp())
+        if (state->ctx.waiter->take_wakeup() && next_redis_attempt() <= GetCurrentTimestamp())
             continue;  // a commit arrived while we talked to Redis: scan again
         int rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, sleep_ms, PG_WAIT_EXTENSION);
         ResetLatch(MyLatch);

@@ -1,6 +1,10 @@
 // Postgres regime: releasing expired claims of queues with delivery 'each' (see expired_claims.h).
 #include "pg_includes.h"
 
+#include "worker/delivery_attempt.h"
+
+#include "kept_plan.h"
+
 #include "worker/expired_claims.h"
 #include "worker/worker_transaction.h"
 
@@ -16,14 +20,14 @@ SPIPlanPtr release_plan = nullptr;
 
 void prepare_plans(void)
 {
-    if (bury_plan == nullptr) {
+    {
         Oid types[1] = {TEXTOID};
-        bury_plan = prepare_kept(
+        kept_plan(&bury_plan, 
             "SELECT jobbuf.bury_abandoned(q) FROM jobbuf.queues q WHERE q.name OPERATOR(pg_catalog.=) $1", 1, types);
     }
-    if (release_plan == nullptr) {
+    {
         Oid types[2] = {TEXTOID, INT4OID};
-        release_plan = prepare_kept(
+        kept_plan(&release_plan, 
             // Index jobs_leased (queue, lease_until) WHERE group_id IS NOT NULL: few rows, and
             // none at all on a queue that nobody claimed. Jobs at max_attempts are left to the
             // bury statement (a row it skipped as locked may be unlocked by now).

@@ -4,6 +4,7 @@
 #include <new>
 
 #include "worker/job_taker.h"
+#include "worker/own_keys.h"
 #include "jsonb_text_size.h"
 #include "jobs_table_shape.h"
 
@@ -59,21 +60,17 @@ bool has_top_level_key(Jsonb* payload, const char* key)
            findJsonbValueFromContainer(&payload->root, JB_FOBJECT, &probe) != nullptr;
 }
 
-// Sidekiq: the keys jobbuf sets itself are dropped from the payload when present (as the batch
-// statement's "payload - '{queue,jid,created_at,enqueued_at}'").
-Jsonb* without_jobbuf_keys(Jsonb* payload)
+// The payload without the keys the target writes itself (TargetTraits::own_keys), as the batch
+// statement's "payload - <own keys>"; the payload itself when it has none of them.
+Jsonb* without_own_keys(Jsonb* payload, const jobbuf::redis::TargetTraits& target)
 {
-    static const char* const keys[] = {"queue", "jid", "created_at", "enqueued_at"};
     bool any = false;
-    for (const char* key : keys)
-        any = any || has_top_level_key(payload, key);
+    for (size_t k = 0; k < target.own_key_count && !any; k++)
+        any = has_top_level_key(payload, target.own_keys[k]);
     if (!any)
         return payload;
-    Datum elems[4];
-    for (int i = 0; i < 4; i++)
-        elems[i] = CStringGetTextDatum(keys[i]);
-    ArrayType* array = construct_array(elems, 4, TEXTOID, -1, false, TYPALIGN_INT);
-    return DatumGetJsonbP(DirectFunctionCall2(jsonb_delete_array, JsonbPGetDatum(payload), PointerGetDatum(array)));
+    Datum array = own_keys_array(target);
+    return DatumGetJsonbP(DirectFunctionCall2(jsonb_delete_array, JsonbPGetDatum(payload), array));
 }
 
 double epoch_seconds(TimestampTz ts)
@@ -87,9 +84,9 @@ double epoch_seconds(TimestampTz ts)
 // Appends the job in slot to *taken (which has room for it); its JSON text goes to *texts, and
 // where it starts to text_start[] (views are made at the end: *texts moves as it grows). A text
 // longer than bounds.job_bytes is never rendered. Every copy of the payload made here (detoasted,
-// Sidekiq keys removed) is freed once rendered: the batch keeps the text and the row's stored
+// the target's own keys removed) is freed once rendered: the batch keeps the text and the row's stored
 // value only.
-void append_job(TupleTableSlot* slot, bool sidekiq, TakeBounds bounds, TakenBatch* taken, StringInfo texts,
+void append_job(TupleTableSlot* slot, const jobbuf::redis::TargetTraits& target, TakeBounds bounds, TakenBatch* taken, StringInfo texts,
                 size_t* text_start)
 {
     uint64 i = taken->count;
@@ -102,8 +99,8 @@ void append_job(TupleTableSlot* slot, bool sidekiq, TakeBounds bounds, TakenBatc
     job->id = DatumGetInt64(v[kJobsId - 1]);
     job->staged_at = epoch_seconds(DatumGetTimestampTz(v[kJobsStagedAt - 1]));
     job->run_at = epoch_seconds(DatumGetTimestampTz(v[kJobsRunAt - 1]));
-    job->payload_has_retry = sidekiq && has_top_level_key(payload, "retry");
-    Jsonb* pushed = sidekiq ? without_jobbuf_keys(payload) : payload;
+    job->payload_has_probed_key = target.probed_key != nullptr && has_top_level_key(payload, target.probed_key);
+    Jsonb* pushed = without_own_keys(payload, target);
     text_start[i] = texts->len;
     size_t text_bytes = 0;
     if (VARSIZE(pushed) > bounds.job_bytes / kMaxTextBytesPerJsonbByte)
@@ -126,8 +123,8 @@ void append_job(TupleTableSlot* slot, bool sidekiq, TakeBounds bounds, TakenBatc
 
 }  // namespace
 
-bool take_jobs_directly(const char* queue, int limit, bool sidekiq, int64 after_id, TakeBounds bounds,
-                        TakenBatch* taken)
+bool take_jobs_directly(const char* queue, const jobbuf::redis::TargetTraits& target, int limit, int64 after_id,
+                        TakeBounds bounds, TakenBatch* taken)
 {
     Oid index_oid = InvalidOid;
     Relation jobs = open_jobs_table("jobs_waiting", &index_oid);
@@ -162,7 +159,7 @@ bool take_jobs_directly(const char* queue, int limit, bool sidekiq, int64 after_
     while (taken->count < static_cast<uint64>(limit) && index_getnext_slot(scan, ForwardScanDirection, slot)) {
         slot_getallattrs(slot);
         bool ready = slot->tts_isnull[kJobsGroupId - 1]  // else claimed (an entry from before the claim)
-                     && (sidekiq || DatumGetTimestampTz(slot->tts_values[kJobsRunAt - 1]) <= now);
+                     && (target.carries_run_at || DatumGetTimestampTz(slot->tts_values[kJobsRunAt - 1]) <= now);
         // A batch that already holds jobs ends before one that would take it past its bytes (the
         // stored size: a jsonb's text is about as long); it is the next batch's first job.
         if (ready && !taken_batch_has_room(taken, bounds, toast_raw_datum_size(slot->tts_values[kJobsPayload - 1]))) {
@@ -173,7 +170,7 @@ bool take_jobs_directly(const char* queue, int limit, bool sidekiq, int64 after_
         // deleted since our snapshot is left too.
         TM_FailureData failure;
         if (ready && table_tuple_delete(jobs, &slot->tts_tid, cid, snapshot, InvalidSnapshot, false, &failure, false) == TM_Ok) {
-            append_job(slot, sidekiq, bounds, taken, &texts, text_start);
+            append_job(slot, target, bounds, taken, &texts, text_start);
             if (!taken_batch_has_room(taken, bounds, 0)) {
                 taken->full_by_bytes = true;
                 break;

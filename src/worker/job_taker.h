@@ -13,11 +13,11 @@
 
 #include "worker/taken_batch.h"
 
-// Takes up to limit ready jobs of queue with id > after_id (any run_at when sidekiq: Sidekiq
-// holds scheduled jobs itself) into *taken, in id order, and no more than bounds allow: the take
+// Takes up to limit ready jobs of queue with id > after_id (any run_at when the target carries
+// run_at: Sidekiq holds scheduled jobs itself), without the target's own payload keys, into *taken, in id order, and no more than bounds allow: the take
 // stops before a job whose text would not fit (it stays staged for the next batch); a job whose
 // text is longer than bounds.job_bytes is taken without rendering it (known_too_large), measured
 // by walking its jsonb when its size says it could be. False, with nothing done, when the
 // table is not in the shape described above.
-bool take_jobs_directly(const char* queue, int limit, bool sidekiq, int64 after_id, TakeBounds bounds,
-                        TakenBatch* taken);
+bool take_jobs_directly(const char* queue, const jobbuf::redis::TargetTraits& target, int limit, int64 after_id,
+                        TakeBounds bounds, TakenBatch* taken);

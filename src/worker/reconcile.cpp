@@ -1,6 +1,8 @@
 // Postgres regime: marker reconciliation (see reconcile.h).
 #include "pg_includes.h"
 
+#include "kept_plan.h"
+
 #include "worker/reconcile.h"
 #include "worker/worker_transaction.h"
 
@@ -38,9 +40,9 @@ SessionReport reconcile_delivered(DrainContext* ctx, bool* done)
         abort_worker_transaction();
         return report;  // not done: retried before the next batch
     }
-    if (reconcile_plan == nullptr) {
+    {
         Oid types[1] = {INT8ARRAYOID};
-        reconcile_plan = prepare_kept("DELETE FROM jobbuf.jobs j"
+        kept_plan(&reconcile_plan, "DELETE FROM jobbuf.jobs j"
                                       " WHERE j.id OPERATOR(pg_catalog.=) ANY ($1) AND j.group_id IS NULL",
                                       1, types);
     }

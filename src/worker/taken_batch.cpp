@@ -65,7 +65,7 @@ bool receive_row(TupleTableSlot* slot, DestReceiver* self)
     }
     job->staged_at = DatumGetFloat8(v[2]);
     job->run_at = DatumGetFloat8(v[3]);
-    job->payload_has_retry = DatumGetBool(v[4]);
+    job->payload_has_probed_key = DatumGetBool(v[4]);
     taken_batch_keep_record(batch, i, v[5], NullableDatum{v[6], isnull[6]}, NullableDatum{v[7], isnull[7]}, v[8], v[9]);
 
     if (i > 0 && batch->jobs[i - 1].id >= job->id)

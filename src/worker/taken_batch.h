@@ -9,7 +9,7 @@ extern "C" {
 #include "tcop/dest.h"
 }
 
-#include "redis/delivery.h"
+#include "redis/job_types.h"
 
 // What a dead letter needs besides the job's id and Redis's error.
 struct TakenJobRecord {

@@ -1,4 +1,4 @@
-// Postgres regime: transaction brackets and plan preparation for the drain worker.
+// Postgres regime: transaction brackets and kept-plan execution for the drain worker.
 #include "pg_includes.h"
 
 #include "worker/worker_transaction.h"
@@ -11,15 +11,6 @@ extern "C" {
 #include "pgstat.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
-}
-
-SPIPlanPtr prepare_kept(const char* sql, int nargs, Oid* types)
-{
-    SPIPlanPtr plan = SPI_prepare(sql, nargs, types);
-    if (plan == nullptr)
-        elog(ERROR, "jobbuf: could not prepare a worker statement: %s", SPI_result_code_string(SPI_result));
-    SPI_keepplan(plan);
-    return plan;
 }
 
 void execute_kept(SPIPlanPtr plan, Datum* values, const char* nulls, bool read_only, int expected,

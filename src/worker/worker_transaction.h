@@ -3,6 +3,8 @@
 #pragma once
 #include "pg_includes.h"
 
+#include "kept_plan.h"
+
 extern "C" {
 #include "executor/spi.h"
 }
@@ -17,8 +19,6 @@ void abort_worker_transaction(void);
 // waits holding some of them — the deadlock it would otherwise risk with DROP EXTENSION.
 bool lock_jobbuf_tables(void);
 
-// SPI_prepare + SPI_keepplan, raising an error when the statement does not prepare.
-SPIPlanPtr prepare_kept(const char* sql, int nargs, Oid* types);
 
 // SPI_execute_plan of a kept plan, raising an error that names what failed unless it returns
 // expected (SPI_OK_SELECT, SPI_OK_UPDATE, ...). The rows are in SPI_tuptable / SPI_processed.

@@ -25,10 +25,7 @@ rb_expect_staged() { STAGED="$1" rb_expect "$2" "$3"; }
 key_count() { grep -o "\"$2\"[[:space:]]*:" <<<"$1" | wc -l; }
 
 cleanup() {
-  jb_stop_sidekiq
-  if [ "$failures" -ne 0 ] && [ -n "${JB_SIDEKIQ_LOG:-}" ] && [ -f "$JB_SIDEKIQ_LOG" ]; then
-    echo "--- last lines of the Sidekiq log"; tail -n 40 "$JB_SIDEKIQ_LOG"
-  fi
+  jb_stop_sidekiq_reporting "$failures"
   jb_stop_all
 }
 

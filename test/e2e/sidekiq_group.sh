@@ -26,10 +26,7 @@ source test/harness/preconditions.sh
 source test/consumers/checks.sh
 
 cleanup() {
-  jb_stop_sidekiq
-  if [ "$failures" -ne 0 ] && [ -n "${JB_SIDEKIQ_LOG:-}" ] && [ -f "$JB_SIDEKIQ_LOG" ]; then
-    echo "--- last lines of the Sidekiq log"; tail -n 40 "$JB_SIDEKIQ_LOG"
-  fi
+  jb_stop_sidekiq_reporting "$failures"
   jb_stop_all
 }
 

@@ -10,7 +10,7 @@ using jobbuf::test::command;
 using jobbuf::test::connect_url;
 using jobbuf::test::PollWaiter;
 using jobbuf::test::RedisServer;
-using Kind = JobOutcome::Kind;
+using Kind = JobResult;
 
 namespace {
 
@@ -56,16 +56,14 @@ protected:
 
 TEST_F(DeliveryRedisTest, ListArrivesInOrderWithMarker)
 {
-    QueueTarget t;
-    t.kind = QueueTarget::Kind::List;
-    t.key = "jobbuf:mail";
+    auto t = jobbuf::test::make_target("list", {{"key", "jobbuf:mail"}});
     std::vector<std::string> payloads = {R"({"to": "a@x"})", R"({"to": "b@x"})", "{}"};
     std::vector<JobOutcome> out;
     std::string error;
-    ASSERT_TRUE(deliver(t, jobs_from(payloads, 10), &out, &error)) << error;
+    ASSERT_TRUE(deliver(*t, jobs_from(payloads, 10), &out, &error)) << error;
     EXPECT_EQ(error, "");
     ASSERT_EQ(out.size(), 3u);
-    for (const auto& o : out) EXPECT_EQ(o.kind, Kind::Delivered);
+    for (const auto& o : out) EXPECT_EQ(o.result, JobResult::Delivered);
 
     RedisReply list = command(conn_, {"LRANGE", "jobbuf:mail", "0", "-1"});
     ASSERT_EQ(list.elements.size(), 3u);
@@ -80,14 +78,13 @@ TEST_F(DeliveryRedisTest, ListArrivesInOrderWithMarker)
 TEST_F(DeliveryRedisTest, ListKeyOfWrongTypeRejectsTheJobs)
 {
     command(conn_, {"SET", "jobbuf:mail", "i am a string"});
-    QueueTarget t;
-    t.key = "jobbuf:mail";
+    auto t = jobbuf::test::make_target("list", {{"key", "jobbuf:mail"}});
     std::vector<JobOutcome> out;
     std::string error;
-    ASSERT_TRUE(deliver(t, jobs_from({"{}", "{}"}, 1), &out, &error)) << error;
+    ASSERT_TRUE(deliver(*t, jobs_from({"{}", "{}"}, 1), &out, &error)) << error;
     ASSERT_EQ(out.size(), 2u);
     for (const auto& o : out) {
-        EXPECT_EQ(o.kind, Kind::Rejected);
+        EXPECT_EQ(o.result, JobResult::Rejected);
         EXPECT_EQ(o.error.substr(0, 9), "WRONGTYPE");
     }
     EXPECT_EQ(command(conn_, {"GET", "jobbuf:mail"}).str, "i am a string");
@@ -96,15 +93,12 @@ TEST_F(DeliveryRedisTest, ListKeyOfWrongTypeRejectsTheJobs)
 
 TEST_F(DeliveryRedisTest, StreamEntriesCarryIdAndPayload)
 {
-    QueueTarget t;
-    t.kind = QueueTarget::Kind::Stream;
-    t.key = "events";
-    t.maxlen = 1000;
+    auto t = jobbuf::test::make_target("stream", {{"key", "events"}, {"maxlen", "1000"}});
     std::vector<JobOutcome> out;
     std::string error;
-    ASSERT_TRUE(deliver(t, jobs_from({R"({"n": 1})", R"({"n": 2})"}, 41), &out, &error)) << error;
-    EXPECT_EQ(out[0].kind, Kind::Delivered);
-    EXPECT_EQ(out[1].kind, Kind::Delivered);
+    ASSERT_TRUE(deliver(*t, jobs_from({R"({"n": 1})", R"({"n": 2})"}, 41), &out, &error)) << error;
+    EXPECT_EQ(out[0].result, JobResult::Delivered);
+    EXPECT_EQ(out[1].result, JobResult::Delivered);
     RedisReply range = command(conn_, {"XRANGE", "events", "-", "+"});
     ASSERT_EQ(range.elements.size(), 2u);
     const RedisReply& fields = range.elements[1].elements[1];
@@ -117,17 +111,14 @@ TEST_F(DeliveryRedisTest, StreamEntriesCarryIdAndPayload)
 
 TEST_F(DeliveryRedisTest, SidekiqImmediateAndScheduled)
 {
-    QueueTarget t;
-    t.kind = QueueTarget::Kind::Sidekiq;
-    t.sidekiq_queue = "default";
-    t.namespace_prefix = "app:";
+    auto t = jobbuf::test::make_target("sidekiq", {{"sidekiq_queue", "default"}, {"namespace", "app"}});
     const std::vector<std::string> payloads = {R"({"class": "A"})", R"({"class": "B"})", R"({"class": "C"})"};
     std::vector<StagedJob> jobs = jobs_from(payloads, 1);  // the jobs view the payload strings
     jobs[2].run_at = 1700009999.5;
     std::vector<JobOutcome> out;
     std::string error;
-    ASSERT_TRUE(deliver(t, jobs, &out, &error)) << error;
-    for (const auto& o : out) EXPECT_EQ(o.kind, Kind::Delivered);
+    ASSERT_TRUE(deliver(*t, jobs, &out, &error)) << error;
+    for (const auto& o : out) EXPECT_EQ(o.result, JobResult::Delivered);
     RedisReply queues = command(conn_, {"SMEMBERS", "app:queues"});
     ASSERT_EQ(queues.elements.size(), 1u);
     EXPECT_EQ(queues.elements[0].str, "default");
@@ -147,11 +138,10 @@ TEST_F(DeliveryRedisTest, QueuedErrorAbortsTheWholeTransaction)
 {
     // A maxmemory so small that every write is refused at queue time: EXECABORT.
     ASSERT_EQ(command(conn_, {"CONFIG", "SET", "maxmemory", "1"}).str, "OK");
-    QueueTarget t;
-    t.key = "jobbuf:mail";
+    auto t = jobbuf::test::make_target("list", {{"key", "jobbuf:mail"}});
     std::vector<JobOutcome> out;
     std::string error;
-    EXPECT_FALSE(deliver(t, jobs_from({"{}"}, 1), &out, &error));
+    EXPECT_FALSE(deliver(*t, jobs_from({"{}"}, 1), &out, &error));
     EXPECT_TRUE(out.empty());
     EXPECT_NE(error.find("EXECABORT"), std::string::npos) << error;
     EXPECT_NE(error.find("OOM"), std::string::npos) << error;

@@ -6,7 +6,7 @@
 
 #include "redis/command_batch.h"
 #include "redis/delivery.h"
-#include "redis/sidekiq_job.h"
+#include "redis/targets/sidekiq_job.h"
 #include "resp_helper.h"
 #include "test_support.h"
 
@@ -29,12 +29,9 @@ StagedJob job(std::int64_t id, std::string_view payload)
     return j;
 }
 
-QueueTarget list_target()
+std::unique_ptr<QueueTarget> list_target()
 {
-    QueueTarget t;
-    t.kind = QueueTarget::Kind::List;
-    t.key = "q";
-    return t;
+    return jobbuf::test::make_target("list", {{"key", "q"}});
 }
 
 }  // namespace
@@ -68,8 +65,7 @@ TEST(LargePayload, TwoPartArgumentIsOneBulkString)
 
 TEST(LargePayload, SidekiqHeadAndTailAreTheWholeJob)
 {
-    QueueTarget t;
-    t.kind = QueueTarget::Kind::Sidekiq;
+    SidekiqOptions t;
     t.sidekiq_queue = "q";
     for (std::string_view payload : {std::string_view(R"({"class": "A", "args": []})"), std::string_view("{}")}) {
         StagedJob j = job(7, payload);
@@ -90,7 +86,7 @@ TEST(LargePayload, JobOverTheBulkLimitIsLeftOutAndNotMarked)
     jobs.back().known_too_large = 5000;  // never rendered by the take
     DeliveryPlan p;
     std::string error;
-    ASSERT_TRUE(plan_delivery(list_target(), jobs, "m", 1700000001.0, &p, &error, 100));
+    ASSERT_TRUE(plan_delivery(*list_target(), jobs, "m", 1700000001.0, &p, &error, 100));
     EXPECT_EQ(p.batch.wire(), resp({{"MULTI"}, {"RPUSH", "q", "a", "c"}, {"SET", "m", "1,3"}, {"EXEC"}}));
 
     RedisReply ok;
@@ -106,28 +102,28 @@ TEST(LargePayload, JobOverTheBulkLimitIsLeftOutAndNotMarked)
     exec.elements = {pushed, ok};
     std::vector<JobOutcome> outcomes;
     ASSERT_TRUE(read_delivery(p, {ok, queued, queued, exec}, jobs.size(), &outcomes, &error)) << error;
-    EXPECT_EQ(outcomes[0].kind, JobOutcome::Kind::Delivered);
-    EXPECT_EQ(outcomes[1].kind, JobOutcome::Kind::TooLarge);
+    EXPECT_EQ(outcomes[0].result, JobResult::Delivered);
+    EXPECT_EQ(outcomes[1].result, JobResult::TooLarge);
     EXPECT_EQ(outcomes[1].error, "the job is 101 bytes as sent to Redis, more than Redis accepts "
                                  "(proto-max-bulk-len 100 bytes); it was not sent");
-    EXPECT_EQ(outcomes[2].kind, JobOutcome::Kind::Delivered);
-    EXPECT_EQ(outcomes[3].kind, JobOutcome::Kind::TooLarge);
+    EXPECT_EQ(outcomes[2].result, JobResult::Delivered);
+    EXPECT_EQ(outcomes[3].result, JobResult::TooLarge);
     EXPECT_NE(outcomes[3].error.find("at least 5000 bytes"), std::string::npos) << outcomes[3].error;
 }
 
 TEST(LargePayload, SidekiqSizeCountsTheEnvelope)
 {
-    QueueTarget t;
-    t.kind = QueueTarget::Kind::Sidekiq;
-    t.sidekiq_queue = "q";
+    auto t = jobbuf::test::make_target("sidekiq", {{"sidekiq_queue", "q"}});
     const std::string payload = "{\"class\": \"A\", \"args\": [\"" + std::string(1000, 'p') + "\"]}";
     std::string whole;
-    append_sidekiq_job(t, job(1, payload), true, 1700000001.5, &whole);
+    SidekiqOptions options;
+    options.sidekiq_queue = "q";
+    append_sidekiq_job(options, job(1, payload), true, 1700000001.5, &whole);
     DeliveryPlan p;
     std::string error;
-    ASSERT_TRUE(plan_delivery(t, {job(1, payload)}, "m", 1700000001.5, &p, &error, whole.size()));
+    ASSERT_TRUE(plan_delivery(*t, {job(1, payload)}, "m", 1700000001.5, &p, &error, whole.size()));
     EXPECT_TRUE(p.oversized.empty()) << "exactly at the limit: sent";
-    ASSERT_TRUE(plan_delivery(t, {job(1, payload)}, "m", 1700000001.5, &p, &error, whole.size() - 1));
+    ASSERT_TRUE(plan_delivery(*t, {job(1, payload)}, "m", 1700000001.5, &p, &error, whole.size() - 1));
     ASSERT_EQ(p.oversized.size(), 1u) << "one byte over because of the envelope: left out";
     EXPECT_EQ(p.oversized[0].bytes, whole.size());
     EXPECT_EQ(p.batch.wire(), resp({{"MULTI"}, {"SET", "m", ""}, {"EXEC"}}));
@@ -144,7 +140,7 @@ TEST(LargePayload, ReferencedPayloadArrivesIntact)
     std::vector<StagedJob> jobs = {job(1, "first"), job(2, big), job(3, "last")};
     DeliveryPlan p;
     std::string error;
-    ASSERT_TRUE(plan_delivery(list_target(), jobs, "m", 0, &p, &error));
+    ASSERT_TRUE(plan_delivery(*list_target(), jobs, "m", 0, &p, &error));
     PollWaiter waiter;
     std::vector<RedisReply> replies;
     RedisStatus st = conn.execute(p.batch, &replies, 5000, waiter);

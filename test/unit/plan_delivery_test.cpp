@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "redis/delivery.h"
+#include "test_support.h"
 #include "resp_helper.h"
+#include "test_support.h"
 
 using namespace jobbuf::redis;
 using jobbuf::test::resp;
@@ -43,10 +45,8 @@ using Ranges = std::vector<std::pair<std::size_t, std::size_t>>;
 
 TEST(PlanDelivery, ListIsOneRpushInIdOrder)
 {
-    QueueTarget t;
-    t.kind = QueueTarget::Kind::List;
-    t.key = "jobbuf:mail";
-    DeliveryPlan p = plan(t, {job(3, R"({"a": 1})"), job(5, R"({"b": 2})"), job(9, "{}")});
+    auto t = jobbuf::test::make_target("list", {{"key", "jobbuf:mail"}});
+    DeliveryPlan p = plan(*t, {job(3, R"({"a": 1})"), job(5, R"({"b": 2})"), job(9, "{}")});
     EXPECT_EQ(p.batch.wire(), "*1\r\n$5\r\nMULTI\r\n"
                               "*5\r\n$5\r\nRPUSH\r\n$11\r\njobbuf:mail\r\n$8\r\n{\"a\": 1}\r\n$8\r\n{\"b\": 2}\r\n$2\r\n{}\r\n"
                               "*3\r\n$3\r\nSET\r\n$10\r\njobbuf:m:1\r\n$5\r\n3,5,9\r\n"
@@ -57,19 +57,16 @@ TEST(PlanDelivery, ListIsOneRpushInIdOrder)
 
 TEST(PlanDelivery, EmptyBatchStillSetsTheMarker)
 {
-    QueueTarget t;
-    t.key = "k";
-    DeliveryPlan p = plan(t, {});
+    auto t = jobbuf::test::make_target("list", {{"key", "k"}});
+    DeliveryPlan p = plan(*t, {});
     EXPECT_EQ(p.batch.wire(), resp({{"MULTI"}, {"SET", "jobbuf:m:1", ""}, {"EXEC"}}));
     EXPECT_TRUE(p.pushes.empty());
 }
 
 TEST(PlanDelivery, StreamIsOneXaddPerJob)
 {
-    QueueTarget t;
-    t.kind = QueueTarget::Kind::Stream;
-    t.key = "events";
-    DeliveryPlan p = plan(t, {job(7, R"({"e": 1})"), job(8, R"({"e": 2})")}, "mk");
+    auto t = jobbuf::test::make_target("stream", {{"key", "events"}});
+    DeliveryPlan p = plan(*t, {job(7, R"({"e": 1})"), job(8, R"({"e": 2})")}, "mk");
     EXPECT_EQ(p.batch.wire(), resp({{"MULTI"},
                                     {"XADD", "events", "*", "id", "7", "payload", R"({"e": 1})"},
                                     {"XADD", "events", "*", "id", "8", "payload", R"({"e": 2})"},
@@ -80,11 +77,8 @@ TEST(PlanDelivery, StreamIsOneXaddPerJob)
 
 TEST(PlanDelivery, StreamWithMaxlen)
 {
-    QueueTarget t;
-    t.kind = QueueTarget::Kind::Stream;
-    t.key = "events";
-    t.maxlen = 10000;
-    DeliveryPlan p = plan(t, {job(12345678901LL, "{}")}, "mk");
+    auto t = jobbuf::test::make_target("stream", {{"key", "events"}, {"maxlen", "10000"}});
+    DeliveryPlan p = plan(*t, {job(12345678901LL, "{}")}, "mk");
     EXPECT_EQ(p.batch.wire(), resp({{"MULTI"},
                                     {"XADD", "events", "MAXLEN", "~", "10000", "*", "id", "12345678901", "payload", "{}"},
                                     {"SET", "mk", "12345678901"},
@@ -93,15 +87,14 @@ TEST(PlanDelivery, StreamWithMaxlen)
 
 namespace {
 
-QueueTarget sidekiq(int version, std::string ns = "")
+// ns: the namespace option ("" for none).
+std::unique_ptr<QueueTarget> sidekiq(const char* version, const char* ns = "")
 {
-    QueueTarget t;
-    t.kind = QueueTarget::Kind::Sidekiq;
-    t.sidekiq_queue = "critical";
-    t.namespace_prefix = std::move(ns);
-    t.sidekiq_version = version;
-    t.jid_salt = 0x01020304;
-    return t;
+    if (*ns == '\0')
+        return jobbuf::test::make_target("sidekiq", {{"sidekiq_queue", "critical"}, {"sidekiq_version", version}}, "q",
+                                         0x01020304);
+    return jobbuf::test::make_target("sidekiq", {{"sidekiq_queue", "critical"}, {"namespace", ns}, {"sidekiq_version", version}},
+                                     "q", 0x01020304);
 }
 
 const std::string kJob1 =
@@ -115,7 +108,7 @@ const std::string kJob2 =
 
 TEST(PlanDelivery, SidekiqImmediateIsSaddAndOneLpush)
 {
-    DeliveryPlan p = plan(sidekiq(7), {job(1, R"({"args": [1], "class": "A"})"), job(2, R"({"args": [2], "class": "A"})")},
+    DeliveryPlan p = plan(*sidekiq("7"), {job(1, R"({"args": [1], "class": "A"})"), job(2, R"({"args": [2], "class": "A"})")},
                           "jobbuf:batch");
     EXPECT_EQ(p.batch.wire(), resp({{"MULTI"},
                                     {"SADD", "queues", "critical"},
@@ -127,7 +120,7 @@ TEST(PlanDelivery, SidekiqImmediateIsSaddAndOneLpush)
 
 TEST(PlanDelivery, SidekiqNamespacePrefixesEveryKey)
 {
-    DeliveryPlan p = plan(sidekiq(7, "myapp:"), {job(1, R"({"args": [1], "class": "A"})")}, "m");
+    DeliveryPlan p = plan(*sidekiq("7", "myapp"), {job(1, R"({"args": [1], "class": "A"})")}, "m");
     EXPECT_EQ(p.batch.wire(), resp({{"MULTI"},
                                     {"SADD", "myapp:queues", "critical"},
                                     {"LPUSH", "myapp:queue:critical", kJob1},
@@ -138,7 +131,7 @@ TEST(PlanDelivery, SidekiqNamespacePrefixesEveryKey)
 TEST(PlanDelivery, SidekiqScheduledIsOneZadd)
 {
     const double later = 1700003600.75;
-    DeliveryPlan p = plan(sidekiq(8, "ns:"), {job(1, "{}", later), job(2, R"({"class": "B"})", later + 1)}, "m");
+    DeliveryPlan p = plan(*sidekiq("8", "ns"), {job(1, "{}", later), job(2, R"({"class": "B"})", later + 1)}, "m");
     EXPECT_EQ(p.batch.wire(),
               resp({{"MULTI"},
                     {"ZADD", "ns:schedule", "1700003600.750000",
@@ -153,7 +146,7 @@ TEST(PlanDelivery, SidekiqScheduledIsOneZadd)
 TEST(PlanDelivery, SidekiqMixedBatchKeepsIdOrderInRuns)
 {
     const double later = kNow + 60;
-    DeliveryPlan p = plan(sidekiq(7), {job(1, "{}"), job(2, "{}"), job(3, "{}", later), job(4, "{}", kNow)}, "m");
+    DeliveryPlan p = plan(*sidekiq("7"), {job(1, "{}"), job(2, "{}"), job(3, "{}", later), job(4, "{}", kNow)}, "m");
     // run_at == now counts as immediate.
     EXPECT_EQ(ranges(p), (Ranges{{0, 2}, {0, 2}, {2, 3}, {3, 4}, {3, 4}}));
     EXPECT_EQ(p.batch.command_count(), 8u);

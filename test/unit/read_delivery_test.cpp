@@ -3,9 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "redis/delivery.h"
+#include "test_support.h"
 
 using namespace jobbuf::redis;
-using Kind = JobOutcome::Kind;
+using Kind = JobResult;
 
 namespace {
 
@@ -46,9 +47,7 @@ const char* kOom = "OOM command not allowed when used memory > 'maxmemory'.";
 
 DeliveryPlan stream_plan(std::size_t jobs)
 {
-    QueueTarget t;
-    t.kind = QueueTarget::Kind::Stream;
-    t.key = "s";
+    auto t = jobbuf::test::make_target("stream", {{"key", "s"}});
     std::vector<StagedJob> staged(jobs);
     for (std::size_t i = 0; i < jobs; ++i) {
         staged[i].id = static_cast<std::int64_t>(i + 1);
@@ -56,7 +55,7 @@ DeliveryPlan stream_plan(std::size_t jobs)
     }
     DeliveryPlan p;
     std::string err;
-    EXPECT_TRUE(plan_delivery(t, staged, "m", 0, &p, &err));
+    EXPECT_TRUE(plan_delivery(*t, staged, "m", 0, &p, &err));
     return p;
 }
 
@@ -80,7 +79,7 @@ TEST(ReadDelivery, AllDelivered)
                               &out, &err));
     EXPECT_EQ(err, "");
     ASSERT_EQ(out.size(), 3u);
-    for (const auto& o : out) EXPECT_EQ(o.kind, Kind::Delivered);
+    for (const auto& o : out) EXPECT_EQ(o.result, JobResult::Delivered);
 }
 
 TEST(ReadDelivery, WrongTypeRejectsOnlyItsJob)
@@ -91,10 +90,10 @@ TEST(ReadDelivery, WrongTypeRejectsOnlyItsJob)
     ASSERT_TRUE(read_delivery(p, replies_for(p, {status("1-1"), error(kWrongType), status("1-3"), status("OK")}), 3,
                               &out, &err));
     ASSERT_EQ(out.size(), 3u);
-    EXPECT_EQ(out[0].kind, Kind::Delivered);
-    EXPECT_EQ(out[1].kind, Kind::Rejected);
+    EXPECT_EQ(out[0].result, JobResult::Delivered);
+    EXPECT_EQ(out[1].result, JobResult::Rejected);
     EXPECT_EQ(out[1].error, kWrongType);
-    EXPECT_EQ(out[2].kind, Kind::Delivered);
+    EXPECT_EQ(out[2].result, JobResult::Delivered);
     EXPECT_EQ(out[2].error, "");
 }
 
@@ -104,46 +103,43 @@ TEST(ReadDelivery, TransientElementErrorMeansRetry)
     std::vector<JobOutcome> out;
     std::string err;
     ASSERT_TRUE(read_delivery(p, replies_for(p, {error(kOom), status("1-2"), status("OK")}), 2, &out, &err));
-    EXPECT_EQ(out[0].kind, Kind::Retry);
+    EXPECT_EQ(out[0].result, JobResult::Retry);
     EXPECT_EQ(out[0].error, kOom);
-    EXPECT_EQ(out[1].kind, Kind::Delivered);
+    EXPECT_EQ(out[1].result, JobResult::Delivered);
 }
 
 TEST(ReadDelivery, ListErrorCoversEveryJob)
 {
-    QueueTarget t;
-    t.key = "l";
+    auto t = jobbuf::test::make_target("list", {{"key", "l"}});
     std::vector<StagedJob> jobs(4);
     for (auto& j : jobs) j.payload = "{}";
     DeliveryPlan p;
     std::string err;
-    ASSERT_TRUE(plan_delivery(t, jobs, "m", 0, &p, &err));
+    ASSERT_TRUE(plan_delivery(*t, jobs, "m", 0, &p, &err));
     std::vector<JobOutcome> out;
     ASSERT_TRUE(read_delivery(p, replies_for(p, {error(kWrongType), status("OK")}), 4, &out, &err));
     ASSERT_EQ(out.size(), 4u);
     for (const auto& o : out) {
-        EXPECT_EQ(o.kind, Kind::Rejected);
+        EXPECT_EQ(o.result, JobResult::Rejected);
         EXPECT_EQ(o.error, kWrongType);
     }
 }
 
 TEST(ReadDelivery, SidekiqJobNeedsSaddAndLpush)
 {
-    QueueTarget t;
-    t.kind = QueueTarget::Kind::Sidekiq;
-    t.sidekiq_queue = "q";
+    auto t = jobbuf::test::make_target("sidekiq", {{"sidekiq_queue", "q"}});
     std::vector<StagedJob> jobs(2);
     for (auto& j : jobs) j.payload = "{}";
     DeliveryPlan p;
     std::string err;
-    ASSERT_TRUE(plan_delivery(t, jobs, "m", 10, &p, &err));
+    ASSERT_TRUE(plan_delivery(*t, jobs, "m", 10, &p, &err));
     std::vector<JobOutcome> out;
     ASSERT_TRUE(read_delivery(p, replies_for(p, {error(kWrongType), integer(2), status("OK")}), 2, &out, &err));
-    EXPECT_EQ(out[0].kind, Kind::Rejected);
-    EXPECT_EQ(out[1].kind, Kind::Rejected);
+    EXPECT_EQ(out[0].result, JobResult::Rejected);
+    EXPECT_EQ(out[1].result, JobResult::Rejected);
     ASSERT_TRUE(read_delivery(p, replies_for(p, {integer(0), integer(2), status("OK")}), 2, &out, &err));
-    EXPECT_EQ(out[0].kind, Kind::Delivered);
-    EXPECT_EQ(out[1].kind, Kind::Delivered);
+    EXPECT_EQ(out[0].result, JobResult::Delivered);
+    EXPECT_EQ(out[1].result, JobResult::Delivered);
 }
 
 TEST(ReadDelivery, ExecAbortMeansNothingRan)
@@ -195,6 +191,6 @@ TEST(ReadDelivery, FailedMarkerIsReportedButPushesStand)
     std::vector<JobOutcome> out;
     std::string err;
     ASSERT_TRUE(read_delivery(p, replies_for(p, {status("1-1"), error(kOom)}), 1, &out, &err));
-    EXPECT_EQ(out[0].kind, Kind::Delivered);
+    EXPECT_EQ(out[0].result, JobResult::Delivered);
     EXPECT_NE(err.find("marker"), std::string::npos);
 }

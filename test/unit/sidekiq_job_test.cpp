@@ -8,16 +8,15 @@
 #include <unistd.h>
 
 #include "redis/json_text.h"
-#include "redis/sidekiq_job.h"
+#include "redis/targets/sidekiq_job.h"
 
 using namespace jobbuf::redis;
 
 namespace {
 
-QueueTarget sidekiq_target(int version)
+SidekiqOptions sidekiq_target(int version)
 {
-    QueueTarget t;
-    t.kind = QueueTarget::Kind::Sidekiq;
+    SidekiqOptions t;
     t.sidekiq_queue = "default";
     t.sidekiq_version = version;
     t.jid_salt = 0xdeadbeef;
@@ -34,7 +33,7 @@ StagedJob fixed_job(std::string_view payload)
     return job;
 }
 
-std::string encode(const QueueTarget& t, const StagedJob& job, bool immediate, double now = 1700000001.5)
+std::string encode(const SidekiqOptions& t, const StagedJob& job, bool immediate, double now = 1700000001.5)
 {
     std::string out;
     append_sidekiq_job(t, job, immediate, now, &out);
@@ -71,7 +70,7 @@ TEST(SidekiqJob, ScheduledHasNoEnqueuedAt)
 TEST(SidekiqJob, PayloadRetryIsKept)
 {
     StagedJob job = fixed_job(R"({"args": [], "class": "W", "retry": 3})");
-    job.payload_has_retry = true;
+    job.payload_has_probed_key = true;
     EXPECT_EQ(encode(sidekiq_target(7), job, true),
               R"({"queue":"default","jid":"deadbeef000000000000002a",)"
               R"("created_at":1700000000.250000,"enqueued_at":1700000001.500000,)"
@@ -99,7 +98,7 @@ TEST(SidekiqJob, JidIsStableLowercaseHex)
 
 TEST(SidekiqJob, QueueNameIsEscaped)
 {
-    QueueTarget t = sidekiq_target(7);
+    SidekiqOptions t = sidekiq_target(7);
     t.sidekiq_queue = "we\"ird\\q\n";
     std::string out = encode(t, fixed_job("{}"), false);
     EXPECT_EQ(out.substr(0, 29), R"({"queue":"we\"ird\\q\n","jid")");
@@ -146,7 +145,7 @@ TEST(SidekiqJob, RubyJsonParseAcceptsTheJobs)
         for (int version : {6, 7, 8}) {
             for (const char* payload : {kPayload, "{}", R"({"args": [{"a": null}], "class": "A::B", "tags": ["t"]})"}) {
                 for (bool immediate : {true, false}) {
-                    QueueTarget t = sidekiq_target(version);
+                    SidekiqOptions t = sidekiq_target(version);
                     t.sidekiq_queue = "q.1:x-y_z";
                     lines << version << '\t' << encode(t, fixed_job(payload), immediate) << '\n';
                 }

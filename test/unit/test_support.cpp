@@ -183,4 +183,17 @@ redis::RedisReply command(redis::RedisConnection& conn, std::initializer_list<st
     return replies[0];
 }
 
+std::unique_ptr<jobbuf::redis::QueueTarget> make_target(
+    std::string_view name, std::initializer_list<std::pair<const char*, const char*>> options, std::string_view queue,
+    std::uint32_t salt)
+{
+    std::vector<jobbuf::redis::TargetOption> list;
+    for (const auto& option : options) list.push_back({option.first, option.second});
+    jobbuf::redis::TargetSetup setup{queue, list.data(), list.size(), salt};
+    std::string error;
+    auto target = jobbuf::redis::make_queue_target(name, setup, &error);
+    if (!target) throw std::runtime_error(error);
+    return target;
+}
+
 }  // namespace jobbuf::test

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "redis/connection.h"
+#include "redis/targets/target_registry.h"
 
 namespace jobbuf::test {
 
@@ -66,5 +67,10 @@ redis::RedisStatus connect_url(redis::RedisConnection& conn, const std::string& 
 // Runs one command on conn and returns its reply (a test failure and a Nil reply if the round
 // trip failed).
 redis::RedisReply command(redis::RedisConnection& conn, std::initializer_list<std::string_view> args);
+
+// A target made the way the worker makes it: by name, for queue `queue`, from option text pairs.
+std::unique_ptr<jobbuf::redis::QueueTarget> make_target(
+    std::string_view name, std::initializer_list<std::pair<const char*, const char*>> options = {},
+    std::string_view queue = "q", std::uint32_t salt = 0);
 
 }  // namespace jobbuf::test

@@ -10,6 +10,7 @@
 # Only configuration is set here: Sidekiq's own code is used as shipped.
 require "json"
 require "sidekiq"
+require_relative "current_job"
 
 # redis-rb 4.8 warns about Sidekiq 6.4's calling style on every fetch; keep the log readable.
 Redis.silence_deprecations = true if Redis.respond_to?(:silence_deprecations=)
@@ -18,7 +19,7 @@ module JobbufE2E
   LOG = ENV.fetch("JOBBUF_E2E_LOG")
 
   def self.record(kind, extra = {})
-    job = Thread.current[:jobbuf_e2e_job] || {}
+    job = JobbufCurrentJob.hash
     line = {
       "kind" => kind,
       "ran_at" => Time.now.to_f,
@@ -37,16 +38,6 @@ module JobbufE2E
       f.flush
     end
   end
-
-  # Server middleware: hands the job hash, as Sidekiq parsed it, to the job being performed.
-  class RecordJob
-    def call(_worker, job, _queue)
-      Thread.current[:jobbuf_e2e_job] = job
-      yield
-    ensure
-      Thread.current[:jobbuf_e2e_job] = nil
-    end
-  end
 end
 
 Sidekiq.configure_server do |config|
@@ -57,7 +48,7 @@ Sidekiq.configure_server do |config|
   options = config.respond_to?(:options) ? config.options : config
   options[:average_scheduled_poll_interval] = 1
   options[:poll_interval_average] = 1
-  config.server_middleware { |chain| chain.add JobbufE2E::RecordJob }
+  config.server_middleware { |chain| chain.add JobbufCurrentJob::Middleware }
 end
 
 # The job jobbuf's tests stage: {"class": "HardJob", "args": [n]}.

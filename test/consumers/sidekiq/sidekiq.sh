@@ -49,3 +49,11 @@ jb_stop_sidekiq() {
   wait "$JB_SIDEKIQ_PID" 2>/dev/null || true
   JB_SIDEKIQ_PID=
 }
+
+# Stops Sidekiq and, when the test failed ($1: its failure count), prints the end of its log.
+jb_stop_sidekiq_reporting() {
+  jb_stop_sidekiq
+  if [ "$1" -ne 0 ] && [ -n "${JB_SIDEKIQ_LOG:-}" ] && [ -f "$JB_SIDEKIQ_LOG" ]; then
+    echo "--- last lines of the Sidekiq log"; tail -n 40 "$JB_SIDEKIQ_LOG"
+  fi
+}

@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "redis/json_text.h"
-#include "redis/sidekiq_job.h"
+#include "redis/targets/sidekiq_job.h"
 
 namespace jobbuf::redis {
 namespace {
@@ -15,7 +15,7 @@ bool is_json_space(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-void append_timestamp(const QueueTarget& target, double epoch_seconds, std::string* out)
+void append_timestamp(const SidekiqOptions& target, double epoch_seconds, std::string* out)
 {
     if (target.sidekiq_version >= 8)
         append_epoch_millis(epoch_seconds, out);
@@ -37,7 +37,7 @@ void append_sidekiq_jid(std::uint32_t salt, std::int64_t job_id, std::string* ou
     append_hex(static_cast<std::uint64_t>(job_id), 16, out);
 }
 
-std::string_view sidekiq_job_head(const QueueTarget& target, const StagedJob& job, bool immediate,
+std::string_view sidekiq_job_head(const SidekiqOptions& target, const StagedJob& job, bool immediate,
                                   double now_epoch, std::string* head)
 {
     std::string_view payload = job.payload;
@@ -56,7 +56,7 @@ std::string_view sidekiq_job_head(const QueueTarget& target, const StagedJob& jo
     head->append(",\"jid\":\"");
     append_sidekiq_jid(target.jid_salt, job.id, head);
     head->push_back('"');
-    if (!job.payload_has_retry) head->append(",\"retry\":true");
+    if (!job.payload_has_probed_key) head->append(",\"retry\":true");
     head->append(",\"created_at\":");
     append_timestamp(target, job.staged_at, head);
     if (immediate) {
@@ -69,14 +69,14 @@ std::string_view sidekiq_job_head(const QueueTarget& target, const StagedJob& jo
     return payload.substr(open + 1);
 }
 
-std::size_t sidekiq_head_bound(const QueueTarget& target)
+std::size_t sidekiq_head_bound(const SidekiqOptions& target)
 {
     // Fixed text and two timestamps (at most 24 characters each), the queue name escaped (at most
     // 6 characters per byte), and whitespace before the payload's "{" (jsonb text has none).
     return 256 + 6 * target.sidekiq_queue.size();
 }
 
-void append_sidekiq_job(const QueueTarget& target, const StagedJob& job, bool immediate, double now_epoch,
+void append_sidekiq_job(const SidekiqOptions& target, const StagedJob& job, bool immediate, double now_epoch,
                         std::string* out)
 {
     std::string head;

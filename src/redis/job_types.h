@@ -1,0 +1,67 @@
+// The plain data both regimes share about jobs and targets: what the Postgres side takes from
+// jobbuf.jobs (StagedJob), what a target needs to know before the take (TargetTraits), a queue's
+// options as text (TargetOption), and what happened to each job (JobResult). No Postgres header,
+// no object with a destructor: the Postgres regime keeps these in palloc'd memory.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace jobbuf::redis {
+
+// The targets the worker pushes to (a queue's jobbuf.queues.target; 'none' queues are claimed).
+enum class TargetKind : std::uint8_t { List, Stream, Sidekiq };
+
+struct StagedJob {
+    std::int64_t id = 0;
+    std::string_view payload;  // the job's JSON text (jsonb canonical output), minus the target's own keys
+    double staged_at = 0;      // epoch seconds
+    double run_at = 0;         // epoch seconds
+    bool payload_has_probed_key = false;  // the payload sets TargetTraits::probed_key itself
+    // Nonzero when the job was never rendered because its text is longer than Redis accepts: at
+    // least this many bytes. Such a job is not sent (JobResult::TooLarge); payload is empty.
+    std::size_t known_too_large = 0;
+    bool marked = true;  // named by the batch marker; false for group messages, whose jobs stay
+                         // in Postgres (claimed) and must never be deleted by reconciliation
+};
+
+// What the take must know of a queue's target.
+struct TargetTraits {
+    // The target keeps jobs until their run_at itself (Sidekiq's schedule): the take ignores
+    // run_at. Otherwise only jobs whose run_at has come are taken.
+    bool carries_run_at = false;
+    // Payload keys the encoder writes itself: removed from the payload before it is sent.
+    const char* const* own_keys = nullptr;
+    std::size_t own_key_count = 0;
+    // A payload key whose presence the encoder needs to know (StagedJob::payload_has_probed_key);
+    // nullptr when none.
+    const char* probed_key = nullptr;
+};
+
+// One top-level entry of a queue's options: strings as their text, other JSON values as JSON.
+struct TargetOption {
+    const char* name;
+    const char* value;
+};
+
+// What a target needs of each staged payload, checked in the producer's transaction
+// (src/staging/job_validation.cpp): the payload is an object whose keys named here have these
+// JSON types, and the required ones are present. Defined with the target (src/redis/targets/).
+enum class JsonKind : std::uint8_t { String, Array, Object };
+
+struct PayloadRule {
+    const char* key;
+    JsonKind kind;
+    bool required;
+    const char* hint;  // the error's hint when the key is missing or of another type
+};
+
+struct PayloadShape {
+    const PayloadRule* rules = nullptr;  // none: any JSON value
+    std::size_t rule_count = 0;
+};
+
+// What happened to one job of a batch. TooLarge: never sent, Redis would refuse it.
+enum class JobResult : std::uint8_t { Delivered, Rejected, Retry, TooLarge };
+
+}  // namespace jobbuf::redis

@@ -1,0 +1,62 @@
+// Pure C++ regime: QueueTarget, what one kind of target does with a batch: its keys and options,
+// how each job becomes a bulk string, the pushes of a unit, and the message of a claimed group.
+// Each target is one file beside this one; target_registry.cpp is the list of them.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redis/delivery_plan.h"
+#include "redis/job_types.h"
+
+namespace jobbuf::redis {
+
+class QueueTarget {
+public:
+    virtual ~QueueTarget() = default;
+
+    virtual TargetKind kind() const = 0;
+    virtual const TargetTraits& traits() const = 0;
+
+    // At least as many bytes as any job's bulk string carries beyond its payload: lets the size
+    // check skip the exact size (bulk_size) for jobs far below the limit.
+    virtual std::size_t bulk_overhead_bound() const { return 0; }
+
+    // The size of the bulk string job becomes (immediate: pushed now rather than scheduled);
+    // scratch is the caller's buffer.
+    virtual std::size_t bulk_size(const StagedJob& job, bool immediate, double now_epoch, std::string* scratch) const
+    {
+        return job.payload.size();
+    }
+
+    // Appends the unit's pushes (the commands between MULTI and the marker) to plan->batch and
+    // their job ranges to plan->pushes, for the jobs not skipped, in id order. May throw
+    // std::bad_alloc.
+    virtual void plan_pushes(const std::vector<StagedJob>& jobs, const SkippedJobs& skip, double now_epoch,
+                             DeliveryPlan* plan) const = 0;
+
+    // The payload of the one message that stands for a claimed group (delivery 'group'):
+    // by default {"ids": [<job ids>], "group_id": "<uuid>"}, as jsonb prints it.
+    virtual void append_group_payload(std::string_view group_id, const std::int64_t* ids, std::size_t count,
+                                      std::string* out) const;
+};
+
+// What a target is made from: its queue's name and options, and the installation's salt for
+// identifiers derived from job ids (Sidekiq's jid).
+struct TargetSetup {
+    std::string_view queue;
+    const TargetOption* options = nullptr;
+    std::size_t option_count = 0;
+    std::uint32_t id_salt = 0;
+
+    // The option's text, or fallback when the queue does not set it.
+    std::string_view option(std::string_view name, std::string_view fallback) const;
+    // The option as an integer in [min, max], or fallback when unset; false (with *error) when
+    // it is set to anything else.
+    bool integer_option(std::string_view name, long long fallback, long long min, long long max, long long* out,
+                        std::string* error) const;
+};
+
+}  // namespace jobbuf::redis
