@@ -23,6 +23,13 @@ app.conf.update(
     worker_prefetch_multiplier=4,
     broker_connection_retry_on_startup=True,
 )
+# Fault tests: JOBBUF_CELERY_ACKS_LATE=1 acknowledges a task after it ran (so a worker killed
+# mid-task loses nothing: the task runs again), and JOBBUF_CELERY_VISIBILITY_TIMEOUT (seconds)
+# shortens kombu's wait before it restores a dead worker's unacknowledged messages (1 hour).
+if os.environ.get("JOBBUF_CELERY_ACKS_LATE") == "1":
+    app.conf.task_acks_late = True
+if os.environ.get("JOBBUF_CELERY_VISIBILITY_TIMEOUT"):
+    app.conf.broker_transport_options = {"visibility_timeout": int(os.environ["JOBBUF_CELERY_VISIBILITY_TIMEOUT"])}
 
 LOG = os.environ.get("JOBBUF_E2E_LOG", "/dev/null")
 

@@ -13,17 +13,21 @@
 // (letting running jobs finish) and exits 0 on SIGTERM or SIGINT.
 //
 //   node bullmq_worker.js --url redis://127.0.0.1:PORT/0 --queue mail --out ran.jsonl
-//        [--prefix bull] [--concurrency 4] [--fail-names a,b]
+//        [--prefix bull] [--concurrency 4] [--fail-names a,b] [--lock-ms 30000] [--stalled-ms 30000]
+// --lock-ms / --stalled-ms: BullMQ's lockDuration and stalledInterval (its defaults: 30 s), shorter
+// in fault tests so that jobs a killed Worker held are recovered (stalled) within the test.
 'use strict';
 
 const fs = require('fs');
 const { Worker } = require('bullmq');
 
 function parseArgs(argv) {
-  const opts = { url: null, queue: null, out: null, prefix: 'bull', concurrency: 4, failNames: '' };
+  const opts = {
+    url: null, queue: null, out: null, prefix: 'bull', concurrency: 4, failNames: '', lockMs: 30000, stalledMs: 30000,
+  };
   const names = {
     '--url': 'url', '--queue': 'queue', '--out': 'out', '--prefix': 'prefix',
-    '--concurrency': 'concurrency', '--fail-names': 'failNames',
+    '--concurrency': 'concurrency', '--fail-names': 'failNames', '--lock-ms': 'lockMs', '--stalled-ms': 'stalledMs',
   };
   for (let i = 2; i < argv.length; i += 2) {
     const key = names[argv[i]];
@@ -61,7 +65,8 @@ async function main() {
     fs.writeSync(out, JSON.stringify(line) + '\n');
     if (failNames.has(job.name)) throw new Error(`failing ${job.name} on purpose`);
     return 'done';
-  }, { connection: connectionFromUrl(opts.url), prefix: opts.prefix, concurrency: opts.concurrency });
+  }, { connection: connectionFromUrl(opts.url), prefix: opts.prefix, concurrency: opts.concurrency,
+    lockDuration: opts.lockMs, stalledInterval: opts.stalledMs });
 
   worker.on('error', (err) => process.stderr.write(`worker error: ${err.message}\n`));
 
