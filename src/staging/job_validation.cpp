@@ -62,8 +62,10 @@ static const char* kind_phrase(const PayloadRule& rule)
         if (phrase.len > 0)
             appendStringInfoString(&phrase, " or ");
         appendStringInfoString(&phrase, p.phrase);
-        if (p.kind == JsonKind::Integer)
+        if (p.kind == JsonKind::Integer && rule.integer_max != PayloadRule{}.integer_max)
             appendStringInfo(&phrase, " from 0 to %lld", rule.integer_max);
+        else if (p.kind == JsonKind::Integer)
+            appendStringInfoString(&phrase, " >= 0");
     }
     return phrase.data;
 }

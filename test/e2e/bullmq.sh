@@ -175,3 +175,4 @@ if [ "$failures" -ne 0 ]; then
   exit 1
 fi
 echo "bullmq: all checks passed"
+exit 0
