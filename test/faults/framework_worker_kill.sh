@@ -3,10 +3,9 @@
 # for the `bullmq` target (the real BullMQ Worker) and the `celery` target (the real Celery
 # worker). For each framework, 3000 jobs committed in 30 transactions (while the queue is paused),
 # then:
-#   1. Redis is held busy (DEBUG SLEEP) and the queue resumed: once the drain worker is inside a
-#      batch (its unit sent, the reply pending), it is killed with SIGKILL (Postgres restarts
-#      its processes); Redis then applies the unit, and the restarted worker must learn from the
-#      batch marker that those jobs were delivered.
+#   1. Redis holds writes (CLIENT PAUSE WRITE) and the queue is resumed: once the drain worker is
+#      inside a batch (its unit sent, EXEC held), it is killed with SIGKILL (Postgres restarts
+#      its processes); the restarted worker must deliver those jobs, once.
 #   2. Once the framework worker ran 1000 jobs, it is killed with SIGKILL and started again.
 # Then: lost 0 (every committed job ran), duplicated 0 (jobbuf pushed each job once: BullMQ's
 # add counter `id` equals the job count and no `duplicated` event exists; every Celery task id
@@ -17,7 +16,7 @@
 # active job back to wait; Celery with acks_late re-delivers an unacknowledged message once its
 # visibility timeout passes). The consumers are configured so that this recovery happens within
 # the test (BullMQ lockDuration 3 s, stalledInterval 1 s; Celery acks_late, visibility_timeout
-# 10 s) and so that it is the only source of repeats: every re-run job must be one the killed
+# 10 s, the second worker started once that much time passed since the kill) and so that it is the only source of repeats: every re-run job must be one the killed
 # worker held (BullMQ's `active` list, Celery's `unacked` hash, read right after the kill).
 source "$(dirname "$0")/tools/lib.sh"
 source "$FAULTS_ROOT/test/consumers/celery/celery.sh"
@@ -44,22 +43,23 @@ stage() {
   expect_eq "$1: $N jobs staged" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = '$1'")" "$N"
 }
 
-# kill_drain_worker_in_batch QUEUE: resumes QUEUE while Redis sleeps, kills the drain worker
-# once it waits inside a batch, and waits for the restarted worker.
+# kill_drain_worker_in_batch QUEUE: resumes QUEUE while Redis holds every write (CLIENT PAUSE
+# WRITE: reads such as the worker's health checks still pass, its first unit's EXEC waits), kills
+# the drain worker once it waits inside that batch, and waits for the restarted worker. (The unit
+# applied after a kill, its reply lost, is delivery_faults.sh's worker-kill9 case.)
 kill_drain_worker_in_batch() {
-  redis-cli -p "$JB_REDIS_PORT" DEBUG SLEEP 3 >/dev/null &
-  local sleeper=$!
-  sleep 0.2
+  wait_redis_connected || fail "$1: the drain worker is not connected to Redis"
+  jb_redis CLIENT PAUSE 5000 WRITE >/dev/null
   jb_sql "SELECT jobbuf_resume('$1')" >/dev/null
   if in_batch; then
     local pid
     pid=$(worker_pid)
     kill -9 "$pid"
-    pass "$1: drain worker $pid killed (SIGKILL) inside a batch, its unit sent to a sleeping Redis"
+    pass "$1: drain worker $pid killed (SIGKILL) inside a batch, its unit held by Redis"
   else
     fail "$1: the drain worker never waited inside a batch"
   fi
-  wait "$sleeper"
+  jb_redis CLIENT UNPAUSE >/dev/null
   jb_wait_until 'jb_sql "SELECT 1" >/dev/null 2>&1' 30
   wait_worker_running 30 || fail "$1: the drain worker did not come back"
 }
@@ -71,7 +71,7 @@ jb_redis HSET bull:bq:meta opts.maxLenEvents 1000000 >/dev/null  # keep every ev
 stage bq "jsonb_build_object('name', 'n', 'data', g)"
 
 start_bullmq() {  # start_bullmq N: a Worker recording to $JB_RUN/bq.N.jsonl
-  node "$NODE_DIR/bullmq_worker.js" --url "$URL" --queue bq --concurrency 8 --lock-ms 3000 --stalled-ms 1000 \
+  node "$NODE_DIR/bullmq_worker.js" --url "$URL" --queue bq --concurrency 8 --lock-ms 3000 --stalled-ms 1000 --work-ms 20 \
     --out "$JB_RUN/bq.$1.jsonl" >"$JB_RUN/bq.$1.out" 2>&1 </dev/null &
   BULL_PID=$!
   track_pid "$BULL_PID"
@@ -83,6 +83,7 @@ if jb_wait_until '[ "$(lines_in "$JB_RUN/bq.1.jsonl")" -ge 1000 ]' 60; then
   kill -9 "$BULL_PID"
   wait "$BULL_PID" 2>/dev/null
   jb_redis LRANGE bull:bq:active 0 -1 >"$JB_RUN/bq.active_at_kill"
+  [ "$(lines_in "$JB_RUN/bq.1.jsonl")" -lt "$N" ] || fail "bq: the first Worker had run every job before the kill"
   pass "BullMQ Worker killed (SIGKILL) after $(lines_in "$JB_RUN/bq.1.jsonl") runs, $(grep -c . "$JB_RUN/bq.active_at_kill") jobs active"
 else
   fail "the first BullMQ Worker did not run 1000 jobs"
@@ -113,7 +114,7 @@ expect_eq "bq: no duplicated-add event" \
 # ------------------------------------------------------------------------------------ Celery
 jb_sql "SELECT jobbuf_create_queue('cq', 'celery', '{\"celery_queue\": \"cq\", \"batch_size\": 100}')" >/dev/null
 stage cq "jsonb_build_object('task', 'jobbuf_e2e.record', 'args', jsonb_build_array(g))"
-export JOBBUF_CELERY_ACKS_LATE=1 JOBBUF_CELERY_VISIBILITY_TIMEOUT=10
+export JOBBUF_CELERY_ACKS_LATE=1 JOBBUF_CELERY_VISIBILITY_TIMEOUT=10 JOBBUF_E2E_WORK_MS=5
 jb_start_celery "$JB_RUN/cq.1.jsonl" cq
 jb_wait_celery_ready 60 || fail "the Celery worker did not start"
 say "$(/usr/bin/python3 -c 'import celery, kombu; print("celery", celery.__version__, "kombu", kombu.__version__)')"
@@ -124,10 +125,14 @@ if jb_wait_until '[ "$(lines_in "$JB_RUN/cq.1.jsonl")" -ge 1000 ]' 60; then
   wait "$JB_CELERY_PID" 2>/dev/null
   JB_CELERY_PID=
   jb_redis HKEYS unacked >"$JB_RUN/cq.unacked_at_kill"
+  [ "$(lines_in "$JB_RUN/cq.1.jsonl")" -lt "$N" ] || fail "cq: the first worker had run every task before the kill"
   pass "Celery worker and its pool killed (SIGKILL) after $(lines_in "$JB_RUN/cq.1.jsonl") runs, $(grep -c . "$JB_RUN/cq.unacked_at_kill") messages unacknowledged"
 else
   fail "the first Celery worker did not run 1000 tasks"
 fi
+# kombu restores a dead worker's unacknowledged messages older than the visibility timeout when
+# a worker starts (then only every 100 s): start the second one once they are that old.
+sleep $((JOBBUF_CELERY_VISIBILITY_TIMEOUT + 1))
 jb_start_celery "$JB_RUN/cq.2.jsonl" cq
 jb_wait_celery_ready 60 || fail "the second Celery worker did not start"
 expect_ok "cq: jobbuf.jobs empty" '[ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = '"'cq'"'")" = 0 ]' 60

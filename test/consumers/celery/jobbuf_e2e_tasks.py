@@ -32,6 +32,9 @@ if os.environ.get("JOBBUF_CELERY_VISIBILITY_TIMEOUT"):
     app.conf.broker_transport_options = {"visibility_timeout": int(os.environ["JOBBUF_CELERY_VISIBILITY_TIMEOUT"])}
 
 LOG = os.environ.get("JOBBUF_E2E_LOG", "/dev/null")
+# JOBBUF_E2E_WORK_MS: each task sleeps this long after recording itself (fault tests kill the
+# worker while tasks are in flight).
+WORK_SECONDS = int(os.environ.get("JOBBUF_E2E_WORK_MS", "0")) / 1000.0
 
 
 def record(task, args, kwargs, kind="run"):
@@ -58,6 +61,8 @@ def record(task, args, kwargs, kind="run"):
 def record_task(self, *args, **kwargs):
     """Records its own execution: the task an `each` delivery test sends."""
     record(self, args, kwargs)
+    if WORK_SECONDS:
+        time.sleep(WORK_SECONDS)
 
 
 @app.task(name="jobbuf_e2e.group", bind=True)

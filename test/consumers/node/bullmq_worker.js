@@ -16,6 +16,8 @@
 //        [--prefix bull] [--concurrency 4] [--fail-names a,b] [--lock-ms 30000] [--stalled-ms 30000]
 // --lock-ms / --stalled-ms: BullMQ's lockDuration and stalledInterval (its defaults: 30 s), shorter
 // in fault tests so that jobs a killed Worker held are recovered (stalled) within the test.
+// --work-ms: the processor waits this long after recording a job (a fault test's way to kill the
+// Worker while jobs are in flight).
 'use strict';
 
 const fs = require('fs');
@@ -23,11 +25,12 @@ const { Worker } = require('bullmq');
 
 function parseArgs(argv) {
   const opts = {
-    url: null, queue: null, out: null, prefix: 'bull', concurrency: 4, failNames: '', lockMs: 30000, stalledMs: 30000,
+    url: null, queue: null, out: null, prefix: 'bull', concurrency: 4, failNames: '', lockMs: 30000, stalledMs: 30000, workMs: 0,
   };
   const names = {
     '--url': 'url', '--queue': 'queue', '--out': 'out', '--prefix': 'prefix',
     '--concurrency': 'concurrency', '--fail-names': 'failNames', '--lock-ms': 'lockMs', '--stalled-ms': 'stalledMs',
+    '--work-ms': 'workMs',
   };
   for (let i = 2; i < argv.length; i += 2) {
     const key = names[argv[i]];
@@ -63,6 +66,7 @@ async function main() {
       attemptsMade: job.attemptsMade, ran_at: Date.now(),
     };
     fs.writeSync(out, JSON.stringify(line) + '\n');
+    if (opts.workMs > 0) await new Promise((resolve) => setTimeout(resolve, opts.workMs));
     if (failNames.has(job.name)) throw new Error(`failing ${job.name} on purpose`);
     return 'done';
   }, { connection: connectionFromUrl(opts.url), prefix: opts.prefix, concurrency: opts.concurrency,
