@@ -104,6 +104,12 @@ if num(r["activejob_jobbuf"])
   add.("perform_later in a txn, 1 Ruby process (jobs/s)", j, "ActiveJob's Sidekiq adapter", s, j / s, "(info)", nil)
 end
 
+{ "bullmq" => "BullMQ's Queue.addBulk (Node)", "celery" => "Celery's apply_async loop (Python)" }.each do |fw, own|
+  next unless num(r["fw_#{fw}_jobbuf"])
+  j, o = num(r["fw_#{fw}_jobbuf"]), num(r["fw_#{fw}_own"])
+  add.("drain #{r["fw_jobs"]} jobs into #{fw} (jobs/s)", j, own, o, j / o, "jobbuf ahead", j > o)
+end
+
 headers = ["figure", "jobbuf", "comparison", "value", "ratio", "target", "met"]
 widths = headers.each_index.map { |i| ([headers[i]] + rows.map { |x| x[i].to_s }).map(&:length).max }
 line = ->(cells) { cells.each_with_index.map { |c, i| i == 0 || i == 2 || i == 5 ? c.to_s.ljust(widths[i]) : c.to_s.rjust(widths[i]) }.join(" | ") }

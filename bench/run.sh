@@ -14,9 +14,11 @@
 #   BENCH_SUSTAIN_SECONDS [60]     each sustained run (normal, then with a held transaction; 600 for the full run)
 #   BENCH_SUSTAIN_RATE []          jobs/s offered in the sustained runs [70% of what staging and drain sustain together]
 #   BENCH_FSYNC [off]              fsync of the benchmark cluster (synchronous_commit is always on)
-#   BENCH_PHASES [drain staging latency sustain activejob redisprod]   a subset to run; add "profile" for a perf profile
+#   BENCH_PHASES [drain staging latency sustain activejob redisprod frameworks]   a subset to run; add "profile" for a perf profile
 #   BENCH_AJ_SECONDS [5] BENCH_AJ_ROUNDS [2]   each run and the rounds of the activejob phase
 #   BENCH_REDISPROD_JOBS [BENCH_JOBS/4]  jobs per drain of the redisprod phase (TLS vs plain, min_replicas)
+#   BENCH_FW_JOBS [100000]         jobs of the frameworks phase (BENCH_PHASES=frameworks: jobbuf into
+#                                  BullMQ and Celery vs Queue.addBulk and apply_async)
 #   BENCH_BUILD [1]                0: skip `make && make install` (use the installed extension)
 #   BENCH_PG_CONF []               extra postgresql.conf lines (diagnostics, e.g. auto_explain)
 #   JB_KEEP [] (harness)           keep the run directory (logs, perf data) after the run
@@ -33,7 +35,7 @@ BENCH_LAT_SECONDS=${BENCH_LAT_SECONDS:-10}
 BENCH_SUSTAIN_SECONDS=${BENCH_SUSTAIN_SECONDS:-60}
 BENCH_SUSTAIN_RATE=${BENCH_SUSTAIN_RATE:-}
 BENCH_FSYNC=${BENCH_FSYNC:-off}
-BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain activejob redisprod}
+BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain activejob redisprod frameworks}
 BENCH_BUILD=${BENCH_BUILD:-1}
 
 say() { printf '\n== %s  [%s]\n' "$*" "$(date +%T)"; }
@@ -479,6 +481,63 @@ phase_redisprod() {
   worker_enabled on
 }
 
+# --- frameworks: draining into BullMQ and Celery vs the frameworks' own producers -------------
+# The same jobs (BullMQ: name + data {id, user, amount}; Celery: task with args [id, user, 42])
+# moved into Redis by jobbuf's worker from jobs pre-staged while it was disabled (timed until the
+# framework's list holds them all), and by the framework's own producer from Node / Python.
+phase_frameworks() {
+  local n=${BENCH_FW_JOBS:-100000} out count s own
+  bash test/consumers/install.sh >/dev/null || fail "installing the Node test consumers (bullmq)"
+  result fw_jobs "$n"
+  jb_sql "SELECT jobbuf_create_queue('bench_bq', 'bullmq') WHERE NOT EXISTS (SELECT FROM jobbuf.queues WHERE name = 'bench_bq')" >/dev/null
+  jb_sql "SELECT jobbuf_create_queue('bench_cq', 'celery', '{\"celery_queue\": \"bench_cq\"}') WHERE NOT EXISTS (SELECT FROM jobbuf.queues WHERE name = 'bench_cq')" >/dev/null
+
+  say "frameworks: jobbuf worker into BullMQ ($n jobs)"
+  worker_enabled off
+  jb_sql "INSERT INTO jobbuf.jobs (queue, payload) SELECT 'bench_bq', jsonb_build_object('name', 'bench',
+            'data', jsonb_build_object('id', g, 'user', 'user-' || g, 'amount', 42)) FROM generate_series(1, $n) g" >/dev/null
+  settle jobbuf.jobs
+  jb_redis --scan --pattern 'bull:bench_bq:*' | xargs -r -n 1000 redis-cli -p "$JB_REDIS_PORT" unlink >/dev/null
+  out=$(ruby bench/drain_timer.rb jobbuf bull:bench_bq:wait "$n" 900) || fail "jobbuf drain (bullmq)"
+  read -r count s <<<"$out"
+  wait_queue_empty bench_bq 30 || fail "jobbuf.jobs still holds jobs of bench_bq after the drain"
+  echo "$count jobs in ${s}s: $(div "$count" "$s") jobs/s"
+  result fw_bullmq_jobbuf "$(div "$count" "$s")"
+  jb_redis --scan --pattern 'bull:bench_bq:*' | xargs -r -n 1000 redis-cli -p "$JB_REDIS_PORT" unlink >/dev/null
+
+  say "frameworks: BullMQ's own Queue.addBulk, chunks of 1000 ($n jobs)"
+  out=$(node bench/frameworks/bullmq_addbulk.js "redis://127.0.0.1:$JB_REDIS_PORT/0" "$n" 1000) || fail "bullmq_addbulk.js"
+  echo "$out"
+  own=$(sed -n 's/.*jobs_per_s=\([0-9]*\).*/\1/p' <<<"$out")
+  result fw_bullmq_own "$own"
+  jb_redis --scan --pattern 'bull:bench:*' | xargs -r -n 1000 redis-cli -p "$JB_REDIS_PORT" unlink >/dev/null
+
+  say "frameworks: jobbuf worker into Celery ($n jobs)"
+  worker_enabled off
+  jb_sql "INSERT INTO jobbuf.jobs (queue, payload) SELECT 'bench_cq', jsonb_build_object('task', 'bench.record',
+            'args', jsonb_build_array(g, 'user-' || g, 42)) FROM generate_series(1, $n) g" >/dev/null
+  settle jobbuf.jobs
+  jb_redis unlink bench_cq >/dev/null
+  out=$(ruby bench/drain_timer.rb jobbuf bench_cq "$n" 900) || fail "jobbuf drain (celery)"
+  read -r count s <<<"$out"
+  wait_queue_empty bench_cq 30 || fail "jobbuf.jobs still holds jobs of bench_cq after the drain"
+  echo "$count jobs in ${s}s: $(div "$count" "$s") jobs/s"
+  result fw_celery_jobbuf "$(div "$count" "$s")"
+  jb_redis unlink bench_cq >/dev/null
+
+  say "frameworks: Celery's own apply_async loop ($n tasks)"
+  out=$(/usr/bin/python3 bench/frameworks/celery_apply_async.py "redis://127.0.0.1:$JB_REDIS_PORT/0" "$n") \
+    || fail "celery_apply_async.py"
+  echo "$out"
+  own=$(sed -n 's/.*tasks_per_s=\([0-9]*\).*/\1/p' <<<"$out")
+  result fw_celery_own "$own"
+  jb_redis unlink bench >/dev/null
+  worker_enabled on
+  printf '\n%-10s %14s %16s\n' framework "jobbuf jobs/s" "own producer"
+  printf '%-10s %14s %16s\n' BullMQ "$(sed -n 's/^fw_bullmq_jobbuf=//p' "$RESULTS")" "$(sed -n 's/^fw_bullmq_own=//p' "$RESULTS")"
+  printf '%-10s %14s %16s\n' Celery "$(sed -n 's/^fw_celery_jobbuf=//p' "$RESULTS")" "$(sed -n 's/^fw_celery_own=//p' "$RESULTS")"
+}
+
 has_phase drain && phase_drain
 has_phase staging && { say "staging cost (pgbench -M prepared, 8 clients, ${BENCH_STAGE_SECONDS}s per run, worker running)"; phase_staging; }
 has_phase latency && phase_latency
@@ -486,6 +545,7 @@ has_phase sustain && phase_sustain
 has_phase profile && phase_profile
 has_phase activejob && phase_activejob
 has_phase redisprod && phase_redisprod
+has_phase frameworks && phase_frameworks
 
 say "summary"
 echo "uptime at end: $(uptime)"

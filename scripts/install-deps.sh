@@ -13,6 +13,7 @@ packages=(
   ruby ruby-sidekiq ruby-pg ruby-redis
   procps iproute2 util-linux
   ruby-activejob ruby-activerecord ruby-globalid ruby-minitest
+  python3-celery python3-redis
 )
 
 # Node.js: the machine image may ship its own node/npm (which conflicts with Debian's npm

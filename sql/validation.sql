@@ -145,3 +145,43 @@ SELECT queue, payload FROM jobbuf.jobs ORDER BY id;
 SELECT jobbuf_drop_queue('v_sidekiq_group', true);
 SELECT jobbuf_stage('v_sidekiq_group', '{"anything": 1}'::jsonb);
 INSERT INTO jobbuf.jobs (queue, payload) VALUES ('v_sidekiq_group', '{}');
+
+-- Job-framework targets: their options.
+SELECT jobbuf_create_queue('t', 'list', '{"prefix": "bull"}');
+SELECT jobbuf_create_queue('t', 'celery', '{"bullmq_queue": "q"}');
+SELECT jobbuf_create_queue('t', 'bullmq', '{"celery_queue": "q"}');
+SELECT jobbuf_create_queue('t', 'bullmq', '{"bullmq_queue": "a:b"}');
+SELECT jobbuf_create_queue('t', 'bullmq', '{"prefix": ""}');
+SELECT jobbuf_create_queue('t', 'celery', '{"delivery": "group"}');
+SELECT jobbuf_create_queue('v_bullmq', 'bullmq', '{"prefix": "{app}", "bullmq_queue": "mail", "delivery": "group"}');
+SELECT jobbuf_alter_queue('v_bullmq', '{"delivery": null}');
+SELECT jobbuf_create_queue('v_celery', 'celery', '{"celery_queue": "{app}.tasks", "group_class": "app.digest"}');
+SELECT jobbuf_pause('v_bullmq');
+SELECT jobbuf_pause('v_celery');
+-- BullMQ payloads: {"name": text, "data": any[, "opts": {priority, attempts, backoff, removeOnComplete, removeOnFail}]}.
+SELECT jobbuf_stage('v_bullmq', '{"data": 1}'::jsonb);
+SELECT jobbuf_stage('v_bullmq', '{"name": 1, "data": 1}'::jsonb);
+SELECT jobbuf_stage('v_bullmq', '{"name": "n"}'::jsonb);
+SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": 1, "delay": 5}'::jsonb);
+SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": 1, "opts": []}'::jsonb);
+SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": 1, "opts": {"jobId": "x"}}'::jsonb);
+SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": 1, "opts": {"priority": 1.5}}'::jsonb);
+SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": 1, "opts": {"priority": 2097152}}'::jsonb);
+SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": 1, "opts": {"attempts": -1}}'::jsonb);
+SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": 1, "opts": {"backoff": "fast"}}'::jsonb);
+SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": 1, "opts": {"backoff": {"delay": 5}}}'::jsonb);
+SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": 1, "opts": {"removeOnFail": "yes"}}'::jsonb);
+SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": null}'::jsonb) IS NOT NULL AS staged;
+SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": [1], "opts": {"priority": 2097151, "attempts": 3,
+  "backoff": {"type": "exponential", "delay": 100}, "removeOnComplete": true, "removeOnFail": {"age": 60}}}'::jsonb) IS NOT NULL AS staged;
+SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": {}, "opts": {"backoff": 100, "removeOnFail": 10}}'::jsonb) IS NOT NULL AS staged;
+-- Celery payloads: {"task": text[, "args": array][, "kwargs": object]}.
+SELECT jobbuf_stage('v_celery', '{"args": []}'::jsonb);
+SELECT jobbuf_stage('v_celery', '{"task": "t", "args": {}}'::jsonb);
+SELECT jobbuf_stage('v_celery', '{"task": "t", "kwargs": []}'::jsonb);
+SELECT jobbuf_stage('v_celery', '{"task": "t", "queue": "q"}'::jsonb);
+INSERT INTO jobbuf.jobs (queue, payload) VALUES ('v_celery', '{"task": "t", "args": 1}');
+SELECT jobbuf_stage('v_celery', '{"task": "t"}'::jsonb) IS NOT NULL AS staged;
+SELECT jobbuf_stage('v_celery', '{"task": "t", "args": [1, "x"], "kwargs": {"k": null}}'::jsonb) IS NOT NULL AS staged;
+SELECT jobbuf_drop_queue('v_bullmq', true);
+SELECT jobbuf_drop_queue('v_celery', true);

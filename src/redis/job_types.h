@@ -10,7 +10,7 @@
 namespace jobbuf::redis {
 
 // The targets the worker pushes to (a queue's jobbuf.queues.target; 'none' queues are claimed).
-enum class TargetKind : std::uint8_t { List, Stream, Sidekiq };
+enum class TargetKind : std::uint8_t { List, Stream, Sidekiq, Bullmq, Celery };
 
 struct StagedJob {
     std::int64_t id = 0;
@@ -45,20 +45,44 @@ struct TargetOption {
 };
 
 // What a target needs of each staged payload, checked in the producer's transaction
-// (src/staging/job_validation.cpp): the payload is an object whose keys named here have these
-// JSON types, and the required ones are present. Defined with the target (src/redis/targets/).
-enum class JsonKind : std::uint8_t { String, Array, Object };
+// (src/staging/job_validation.cpp): the payload is an object whose keys named here have one of
+// the JSON types their rule allows, and the required ones are present. Defined with the target
+// (src/redis/targets/).
+enum class JsonKind : std::uint8_t {
+    String = 1,
+    Array = 2,
+    Object = 4,
+    Integer = 8,  // a number written without sign, fraction or exponent, at most integer_max
+    Boolean = 16,
+    Any = 31,     // any JSON value, null included
+};
+
+constexpr JsonKind operator|(JsonKind a, JsonKind b)
+{
+    return static_cast<JsonKind>(static_cast<std::uint8_t>(a) | static_cast<std::uint8_t>(b));
+}
+
+constexpr bool allows(JsonKind kinds, JsonKind one)
+{
+    return (static_cast<std::uint8_t>(kinds) & static_cast<std::uint8_t>(one)) != 0;
+}
+
+struct PayloadShape;
 
 struct PayloadRule {
     const char* key;
-    JsonKind kind;
+    JsonKind kind;  // the kinds allowed (JsonKind values or'ed together)
     bool required;
     const char* hint;  // the error's hint when the key is missing or of another type
+    long long integer_max = 9007199254740991;  // JsonKind::Integer: the largest value allowed
+    const PayloadShape* members = nullptr;     // an object value's own shape, checked in turn
 };
 
 struct PayloadShape {
     const PayloadRule* rules = nullptr;  // none: any JSON value
     std::size_t rule_count = 0;
+    bool closed = false;  // no keys but those of the rules
+    const char* closed_hint = nullptr;  // closed: the hint when another key is present
 };
 
 // What happened to one job of a batch. TooLarge: never sent, Redis would refuse it.

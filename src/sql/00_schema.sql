@@ -11,7 +11,7 @@ CREATE TABLE jobbuf.queues (
     paused     boolean NOT NULL DEFAULT false,
     created_at timestamptz NOT NULL DEFAULT now(),
     CONSTRAINT queues_name_format CHECK (name ~ '^[A-Za-z0-9_.:-]{1,63}$'),
-    CONSTRAINT queues_target_known CHECK (target IN ('list', 'stream', 'sidekiq', 'none')),
+    CONSTRAINT queues_target_known CHECK (target IN ('list', 'stream', 'sidekiq', 'bullmq', 'celery', 'none')),
     CONSTRAINT queues_options_object CHECK (jsonb_typeof(options) = 'object')
 );
 COMMENT ON TABLE jobbuf.queues IS 'one row per queue; change it only through jobbuf_create_queue / jobbuf_alter_queue / jobbuf_drop_queue';

@@ -9,13 +9,14 @@ DECLARE
     kind text;
     known constant text[] := ARRAY['key', 'maxlen', 'batch_size', 'max_attempts', 'backoff_base',
         'backoff_max', 'visibility', 'min_batch', 'max_wait', 'max_in_flight', 'order', 'archive',
-        'delivery', 'sidekiq_queue', 'group_class', 'namespace', 'sidekiq_version'];
-    sidekiq_only constant text[] := ARRAY['sidekiq_queue', 'group_class', 'namespace', 'sidekiq_version'];
+        'delivery', 'sidekiq_queue', 'group_class', 'namespace', 'sidekiq_version', 'prefix',
+        'bullmq_queue', 'celery_queue'];
+    sidekiq_only constant text[] := ARRAY['sidekiq_queue', 'namespace', 'sidekiq_version'];
 BEGIN
-    IF target IS NULL OR target NOT IN ('list', 'stream', 'sidekiq', 'none') THEN
+    IF target IS NULL OR target NOT IN ('list', 'stream', 'sidekiq', 'bullmq', 'celery', 'none') THEN
         RAISE EXCEPTION 'jobbuf: unknown target "%"', target
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'target is one of list, stream, sidekiq, none';
+                  HINT = 'target is one of list, stream, sidekiq, bullmq, celery, none';
     END IF;
     IF options IS NULL OR jsonb_typeof(options) <> 'object' THEN
         RAISE EXCEPTION 'jobbuf: queue options must be a JSON object'
@@ -36,6 +37,18 @@ BEGIN
             RAISE EXCEPTION 'jobbuf: option "key" applies only to targets list and stream'
                 USING ERRCODE = 'invalid_parameter_value',
                       HINT = 'a sidekiq queue writes Sidekiq''s own keys (see sidekiq_queue and namespace); a none queue writes nothing';
+        END IF;
+        IF k = 'group_class' AND target NOT IN ('sidekiq', 'bullmq', 'celery') THEN
+            RAISE EXCEPTION 'jobbuf: option "group_class" applies only to targets sidekiq, bullmq and celery'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF k IN ('prefix', 'bullmq_queue') AND target <> 'bullmq' THEN
+            RAISE EXCEPTION 'jobbuf: option "%" applies only to target bullmq', k
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF k = 'celery_queue' AND target <> 'celery' THEN
+            RAISE EXCEPTION 'jobbuf: option "celery_queue" applies only to target celery'
+                USING ERRCODE = 'invalid_parameter_value';
         END IF;
         IF k = 'maxlen' AND target <> 'stream' THEN
             RAISE EXCEPTION 'jobbuf: option "maxlen" applies only to target stream'
@@ -80,7 +93,13 @@ BEGIN
                 RAISE EXCEPTION 'jobbuf: option "sidekiq_queue" must be 1-63 characters of [A-Za-z0-9_.:-], not %', v
                     USING ERRCODE = 'invalid_parameter_value';
             END IF;
-        ELSE  -- key, group_class, namespace: free-form strings, passed to Redis as single arguments
+        ELSIF k = 'bullmq_queue' THEN
+            IF kind <> 'string' OR length(v #>> '{}') NOT BETWEEN 1 AND 512 OR strpos(v #>> '{}', ':') > 0 THEN
+                RAISE EXCEPTION 'jobbuf: option "bullmq_queue" must be a string of 1 to 512 characters without ":", not %', v
+                    USING ERRCODE = 'invalid_parameter_value',
+                          HINT = 'BullMQ queue names cannot contain ":"';
+            END IF;
+        ELSE  -- key, group_class, namespace, prefix, celery_queue: free-form strings, passed to Redis as single arguments
             IF kind <> 'string' OR length(v #>> '{}') NOT BETWEEN 1 AND 512 THEN
                 RAISE EXCEPTION 'jobbuf: option "%" must be a string of 1 to 512 characters, not %', k, v
                     USING ERRCODE = 'invalid_parameter_value';
@@ -96,6 +115,11 @@ BEGIN
         RAISE EXCEPTION 'jobbuf: a sidekiq queue with delivery "group" needs the option group_class'
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'group_class names the Sidekiq job class whose perform(group_id) reads the group';
+    END IF;
+    IF options->>'delivery' = 'group' AND target = 'celery' AND NOT options ? 'group_class' THEN
+        RAISE EXCEPTION 'jobbuf: a celery queue with delivery "group" needs the option group_class'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'group_class names the Celery task that is called with the group id';
     END IF;
     IF (options->>'min_batch') IS NOT NULL AND (options->>'batch_size') IS NOT NULL
        AND (options->>'min_batch')::int > (options->>'batch_size')::int THEN

@@ -27,13 +27,7 @@ protected:
     bool deliver(const QueueTarget& target, const std::vector<StagedJob>& jobs, std::vector<JobOutcome>* outcomes,
                  std::string* error, double now = 1700000001.5)
     {
-        DeliveryPlan plan;
-        EXPECT_TRUE(plan_delivery(target, jobs, "jobbuf:marker:test", now, &plan, error)) << *error;
-        std::vector<RedisReply> replies;
-        PollWaiter waiter;
-        RedisStatus st = conn_.execute(plan.batch, &replies, 5000, waiter);
-        EXPECT_TRUE(st.ok()) << st.message;
-        return read_delivery(plan, replies, jobs.size(), outcomes, error);
+        return jobbuf::test::deliver_batch(conn_, target, jobs, outcomes, error, now);
     }
 
     static std::vector<StagedJob> jobs_from(const std::vector<std::string>& payloads, std::int64_t first_id)

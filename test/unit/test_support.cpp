@@ -184,6 +184,19 @@ redis::RedisReply command(redis::RedisConnection& conn, std::initializer_list<st
     return replies[0];
 }
 
+bool deliver_batch(redis::RedisConnection& conn, const redis::QueueTarget& target,
+                   const std::vector<redis::StagedJob>& jobs, std::vector<redis::JobOutcome>* outcomes,
+                   std::string* error, double now, std::string_view marker_key)
+{
+    redis::DeliveryPlan plan;
+    EXPECT_TRUE(redis::plan_delivery(target, jobs, marker_key, now, &plan, error)) << *error;
+    std::vector<redis::RedisReply> replies;
+    PollWaiter waiter;
+    redis::RedisStatus st = conn.execute(plan.batch, &replies, 5000, waiter);
+    EXPECT_TRUE(st.ok()) << st.message;
+    return redis::read_delivery(plan, replies, jobs.size(), outcomes, error);
+}
+
 std::unique_ptr<jobbuf::redis::QueueTarget> make_target(
     std::string_view name, std::initializer_list<std::pair<const char*, const char*>> options, std::string_view queue,
     std::uint32_t salt)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "redis/connection.h"
+#include "redis/delivery.h"
 #include "redis/targets/target_registry.h"
 
 namespace jobbuf::test {
@@ -67,6 +68,12 @@ redis::RedisStatus connect_url(redis::RedisConnection& conn, const std::string& 
 // Runs one command on conn and returns its reply (a test failure and a Nil reply if the round
 // trip failed).
 redis::RedisReply command(redis::RedisConnection& conn, std::initializer_list<std::string_view> args);
+
+// Plans one batch for target, runs it on conn and reads the outcomes (gtest failures when the
+// plan or the round trip fail); returns read_delivery's result.
+bool deliver_batch(redis::RedisConnection& conn, const redis::QueueTarget& target,
+                   const std::vector<redis::StagedJob>& jobs, std::vector<redis::JobOutcome>* outcomes,
+                   std::string* error, double now, std::string_view marker_key = "jobbuf:marker:test");
 
 // A target made the way the worker makes it: by name, for queue `queue`, from option text pairs.
 std::unique_ptr<jobbuf::redis::QueueTarget> make_target(

@@ -43,6 +43,11 @@ public:
                                       std::string* out) const;
 };
 
+// Appends a push that Redis answers with the error `why` for job (a payload the target cannot
+// encode, such as one staged before its queue's delivery changed from group to each): the job
+// goes to dead letters like any job Redis refused, without taking the rest of the batch along.
+void plan_refusal(std::size_t job, std::string_view why, DeliveryPlan* plan);
+
 // What a target is made from: its queue's name and options, and the installation's salt for
 // identifiers derived from job ids (Sidekiq's jid).
 struct TargetSetup {

@@ -23,12 +23,6 @@ void append_timestamp(const SidekiqOptions& target, double epoch_seconds, std::s
         append_epoch_seconds(epoch_seconds, out);
 }
 
-void append_hex(std::uint64_t value, int digits, std::string* out)
-{
-    static constexpr char kHex[] = "0123456789abcdef";
-    for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) out->push_back(kHex[(value >> shift) & 15]);
-}
-
 }  // namespace
 
 void append_sidekiq_jid(std::uint32_t salt, std::int64_t job_id, std::string* out)

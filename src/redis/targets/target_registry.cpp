@@ -22,6 +22,8 @@ const RegisteredTarget kTargets[] = {
     {"list", make_list_target, &kListPayload},
     {"stream", make_stream_target, &kStreamPayload},
     {"sidekiq", make_sidekiq_target, &kSidekiqPayload},
+    {"bullmq", make_bullmq_target, &kBullmqPayload},
+    {"celery", make_celery_target, &kCeleryPayload},
 };
 
 }  // namespace
@@ -64,6 +66,12 @@ void QueueTarget::append_group_payload(std::string_view group_id, const std::int
     out->append("], \"group_id\": \"");
     out->append(group_id);  // a uuid's text: nothing to escape
     out->append("\"}");
+}
+
+void plan_refusal(std::size_t job, std::string_view why, DeliveryPlan* plan)
+{
+    plan->batch.add({"EVAL", "return redis.error_reply(ARGV[1])", "0", why});
+    plan->pushes.push_back(DeliveryPlan::PushRange{job, job + 1});
 }
 
 const PayloadShape* payload_shape_of(std::string_view name) noexcept

@@ -13,11 +13,15 @@ namespace jobbuf::redis {
 std::unique_ptr<QueueTarget> make_list_target(const TargetSetup& setup, std::string* error);
 std::unique_ptr<QueueTarget> make_stream_target(const TargetSetup& setup, std::string* error);
 std::unique_ptr<QueueTarget> make_sidekiq_target(const TargetSetup& setup, std::string* error);
+std::unique_ptr<QueueTarget> make_bullmq_target(const TargetSetup& setup, std::string* error);
+std::unique_ptr<QueueTarget> make_celery_target(const TargetSetup& setup, std::string* error);
 
 // What each target needs of a staged payload (defined in its target's file).
 extern const PayloadShape kListPayload;
 extern const PayloadShape kStreamPayload;
 extern const PayloadShape kSidekiqPayload;
+extern const PayloadShape kBullmqPayload;
+extern const PayloadShape kCeleryPayload;
 
 // The payload shape of the target named `name`; NULL when no target has that name.
 const PayloadShape* payload_shape_of(std::string_view name) noexcept;
