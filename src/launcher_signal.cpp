@@ -2,6 +2,7 @@
 // takes a spinlock, writes a few words and sets a latch: it runs after the commit and cannot fail.
 #include "pg_includes.h"
 
+#include "commit_wakeup.h"
 #include "launcher_signal.h"
 #include "shared_state.h"
 
@@ -54,6 +55,18 @@ void on_transaction_event(XactEvent event, void* arg)
     }
 }
 
+// DROP EXTENSION jobbuf: the database's worker looks at once (and, found by '*', leaves).
+bool drops_jobbuf(const DropStmt* drop)
+{
+    if (drop->removeType != OBJECT_EXTENSION)
+        return false;
+    ListCell* cell;
+    foreach (cell, drop->objects)
+        if (strcmp(strVal(lfirst(cell)), "jobbuf") == 0)
+            return true;
+    return false;
+}
+
 }  // namespace
 
 void note_database_statement(Node* statement)
@@ -66,6 +79,10 @@ void note_database_statement(Node* statement)
     case T_AlterDatabaseStmt:
     case T_DropdbStmt:
         databases_changed = true;
+        break;
+    case T_DropStmt:
+        if (drops_jobbuf(castNode(DropStmt, statement)))
+            note_queues_changed();
         break;
     case T_RenameStmt:
         databases_changed = databases_changed || castNode(RenameStmt, statement)->renameType == OBJECT_DATABASE;

@@ -6,7 +6,7 @@
 #include "pg_includes.h"
 
 // From the ProcessUtility hook, after a statement ran: remembers for the commit whether it was
-// one the launcher must hear of.
+// one the launcher must hear of. (DROP EXTENSION jobbuf wakes the database's own worker instead.)
 void note_database_statement(Node* statement);
 
 // Registers the transaction callback that announces them; once per process, from _PG_init.

@@ -166,9 +166,9 @@ void set_access(Entry* e, Access access)
     }
     e->access_warned = true;
     if (access == Access::Missing)
-        ereport(WARNING, (errmsg("jobbuf: database \"%s\" (jobbuf.database) does not exist; its drain worker starts when it does", e->name)));
+        ereport(WARNING, (errmsg("jobbuf: database \"%s\" (jobbuf.database) does not exist; the worker starts when it does", e->name)));
     else
-        ereport(WARNING, (errmsg("jobbuf: database \"%s\" does not allow connections; its drain worker starts when it does", e->name)));
+        ereport(WARNING, (errmsg("jobbuf: database \"%s\" does not allow connections; the worker starts when it does", e->name)));
 }
 
 // Brings the entries in line with pg_database: new databases that jobbuf.database selects are
