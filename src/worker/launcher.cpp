@@ -160,10 +160,12 @@ void set_access(Entry* e, Access access)
 {
     bool changed = access != e->access;
     e->access = access;
-    if (access == Access::Ready || (!changed && e->access_warned)) {
+    if (access == Access::Ready) {
         e->access_warned = false;
         return;
     }
+    if (!changed && e->access_warned)
+        return;
     e->access_warned = true;
     if (access == Access::Missing)
         ereport(WARNING, (errmsg("jobbuf: database \"%s\" (jobbuf.database) does not exist; the worker starts when it does", e->name)));
@@ -188,6 +190,8 @@ void reconcile_databases(void)
             e = add_entry(rows[r].oid, name, named);
         if (e == nullptr)
             continue;
+        if (e->oid != rows[r].oid)
+            release_slot(e);  // a named database created again: a new database, a fresh slot
         e->oid = rows[r].oid;
         seen[e - entries] = true;
         set_access(e, rows[r].selectable ? Access::Ready : Access::ClosedToConnections);
@@ -200,6 +204,7 @@ void reconcile_databases(void)
             remove_entry(e);
             continue;
         }
+        release_slot(e);
         e->oid = InvalidOid;
         set_access(e, Access::Missing);
     }
