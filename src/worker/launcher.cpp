@@ -449,6 +449,22 @@ long next_wait_ms(TimestampTz now)
     return wait_ms;
 }
 
+// A launcher that starts while drain workers run (the previous launcher was terminated alone)
+// cannot watch them (their handles died with it): it stops them, then starts afresh.
+void reclaim_slots(void)
+{
+    for (int i = 0; i <= jobbuf_cluster->drain_slots; i++) {
+        JobbufSharedState* slot = &jobbuf_cluster->slots[i];
+        for (int waited_ms = 0; slot->in_use && slot->worker_pid != 0 && waited_ms < 10 * 1000; waited_ms += 50) {
+            if (waited_ms == 0)
+                kill(slot->worker_pid, SIGTERM);
+            (void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 50, PG_WAIT_EXTENSION);
+            CHECK_FOR_INTERRUPTS();
+        }
+        drain_slot_release(slot);
+    }
+}
+
 void forget_launcher_latch(int code, Datum arg)
 {
     if (jobbuf_cluster != nullptr)
@@ -471,6 +487,7 @@ void jobbuf_launcher_main(Datum arg)
 
     on_shmem_exit(forget_launcher_latch, (Datum) 0);
     uint32 databases_seen = pg_atomic_read_u32(&jobbuf_cluster->databases_changed);
+    reclaim_slots();
     jobbuf_cluster->launcher_latch = MyLatch;
     add_named_databases();
     bool rescan = true;
