@@ -11,7 +11,7 @@ source "$(dirname "$0")/tools/lib.sh"
 
 faults_start "" "jobbuf.database = '*'"
 sql() { jb_psql_db "$1" -qtAX -c "$2"; }
-pid_of() { jb_sql "SELECT pid FROM jobbuf_worker_status() WHERE database = '$1' AND running"; }
+pid_of() { jb_sql "SELECT pid FROM jobbuf_worker_status() WHERE database = '$1' AND running" 2>/dev/null; }
 for db in db_a db_b; do
   jb_psql_db postgres -q -c "CREATE DATABASE $db"
   jb_psql_db "$db" -q -o /dev/null <<SQL
