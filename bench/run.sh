@@ -15,7 +15,7 @@
 #   BENCH_SUSTAIN_RATE []          jobs/s offered in the sustained runs [70% of what staging and drain sustain together]
 #   BENCH_FSYNC [off]              fsync of the benchmark cluster (synchronous_commit is always on)
 #   BENCH_PHASES [drain staging latency sustain databases]   a subset to run; add "profile" for a perf profile
-#   BENCH_DB_JOBS [200000]         jobs per database in the "databases" phase (one vs two databases draining)
+#   BENCH_DB_JOBS [500000]         jobs per database in the "databases" phase (one vs two databases draining)
 #   BENCH_DB_COUNT [50]            databases with the extension for the "databases" phase's wake-up latency
 #   BENCH_BUILD [1]                0: skip `make && make install` (use the installed extension)
 #   BENCH_PG_CONF []               extra postgresql.conf lines (diagnostics, e.g. auto_explain)
@@ -34,7 +34,7 @@ BENCH_SUSTAIN_SECONDS=${BENCH_SUSTAIN_SECONDS:-60}
 BENCH_SUSTAIN_RATE=${BENCH_SUSTAIN_RATE:-}
 BENCH_FSYNC=${BENCH_FSYNC:-off}
 BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain databases}
-BENCH_DB_JOBS=${BENCH_DB_JOBS:-200000}
+BENCH_DB_JOBS=${BENCH_DB_JOBS:-500000}
 BENCH_DB_COUNT=${BENCH_DB_COUNT:-50}
 BENCH_BUILD=${BENCH_BUILD:-1}
 
@@ -435,8 +435,12 @@ drain_databases() {
     total=$((total + BENCH_DB_JOBS))
   done
   jb_sql "CHECKPOINT" >/dev/null
+  for db in "$@"; do
+    echo "  $db before the start: $(jb_psql_db "$db" -qtAX -c "SELECT count(*) FROM jobbuf.jobs") staged, $(redis-cli -p "$JB_REDIS_PORT" -n "$(db_index "$db")" LLEN jobbuf:bench_db) in Redis" >&2
+  done
+  jb_sql "ALTER SYSTEM SET jobbuf.enabled = on" >/dev/null
   t0=$(date +%s%N)
-  worker_enabled on
+  jb_sql "SELECT pg_reload_conf()" >/dev/null
   jb_wait_until "$cond true" 600 || fail "the databases' jobs were not drained in 600 s"
   t1=$(date +%s%N)
   worker_enabled off
