@@ -65,7 +65,9 @@ bool database_list_is_every(void)
     return is_every(jobbuf_database);
 }
 
-bool database_list_names(const char* datname)
+// Calls fn(name) for each listed name until it returns true; returns whether one did.
+template <typename Fn>
+bool any_listed(Fn fn)
 {
     if (jobbuf_database == nullptr || is_every(jobbuf_database))
         return false;
@@ -75,8 +77,21 @@ bool database_list_names(const char* datname)
     if (split_names(jobbuf_database, &copy, &names)) {
         ListCell* cell;
         foreach (cell, names)
-            found = found || strcmp(static_cast<const char*>(lfirst(cell)), datname) == 0;
+            found = found || fn(static_cast<const char*>(lfirst(cell)));
     }
     free_names(copy, names);
     return found;
+}
+
+bool database_list_names(const char* datname)
+{
+    return any_listed([datname](const char* name) { return strcmp(name, datname) == 0; });
+}
+
+void database_list_each(void (*fn)(const char* datname))
+{
+    any_listed([fn](const char* name) {
+        fn(name);
+        return false;
+    });
 }

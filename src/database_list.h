@@ -12,3 +12,6 @@ bool database_list_is_every(void);
 
 // Whether jobbuf.database names datname (false for '*').
 bool database_list_names(const char* datname);
+
+// Calls fn with each name jobbuf.database lists (none for '*').
+void database_list_each(void (*fn)(const char* datname));

@@ -213,25 +213,10 @@ void reconcile_databases(void)
 }
 
 // The named databases exist as entries from the start, so that a missing one is reported.
-void add_named_databases(void)
+void add_named_database(const char* name)
 {
-    if (database_list_is_every())
-        return;
-    char* copy = pstrdup(jobbuf_database);
-    for (char* name = strtok(copy, ","); name != nullptr; name = strtok(nullptr, ",")) {
-        while (*name == ' ')
-            name++;
-        char* end = name + strlen(name);
-        while (end > name && end[-1] == ' ')
-            *--end = '\0';
-        if (*name == '"' && end - name >= 2 && end[-1] == '"') {
-            end[-1] = '\0';
-            name++;
-        }
-        if (*name != '\0' && database_list_names(name) && find_entry(InvalidOid, name) == nullptr)
-            add_entry(InvalidOid, name, true);
-    }
-    pfree(copy);
+    if (find_entry(InvalidOid, name) == nullptr)
+        add_entry(InvalidOid, name, true);
 }
 
 int free_drain_slot(void)
@@ -489,7 +474,7 @@ void jobbuf_launcher_main(Datum arg)
     uint32 databases_seen = pg_atomic_read_u32(&jobbuf_cluster->databases_changed);
     reclaim_slots();
     jobbuf_cluster->launcher_latch = MyLatch;
-    add_named_databases();
+    database_list_each(add_named_database);
     bool rescan = true;
 
     for (;;) {
