@@ -54,6 +54,12 @@ end
   w = num(r["stage_#{form}_paused"])
   add.("  same, worker paused (no drain)", w, cmp, p, p / w, "(decomposition, info)", nil) if w
 end
+if num(r["db_drain_one"])
+  one, two = num(r["db_drain_one"]), num(r["db_drain_two"])
+  add.("drain, two databases at once (jobs/s)", two, "one database", one, two / one, "(every database, info)", nil)
+  add.("wake-up latency, #{r["db_lat_count"]} databases p50 (ms)", num(r["db_lat_p50"]), "", nil, nil, "(info)", nil)
+  add.("wake-up latency, #{r["db_lat_count"]} databases p99 (ms)", num(r["db_lat_p99"]), "", nil, nil, "(info)", nil)
+end
 if num(r["lat_idle_p50"])
   add.("latency idle p50 (ms)", num(r["lat_idle_p50"]), "target", 1.0, num(r["lat_idle_p50"]) / 1.0, "<= 1 ms", num(r["lat_idle_p50"]) <= 1.0)
   add.("latency idle p99 (ms)", num(r["lat_idle_p99"]), "target", 5.0, num(r["lat_idle_p99"]) / 5.0, "<= 5 ms", num(r["lat_idle_p99"]) <= 5.0)

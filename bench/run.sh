@@ -14,11 +14,13 @@
 #   BENCH_SUSTAIN_SECONDS [60]     each sustained run (normal, then with a held transaction; 600 for the full run)
 #   BENCH_SUSTAIN_RATE []          jobs/s offered in the sustained runs [70% of what staging and drain sustain together]
 #   BENCH_FSYNC [off]              fsync of the benchmark cluster (synchronous_commit is always on)
-#   BENCH_PHASES [drain staging latency sustain activejob redisprod frameworks]   a subset to run; add "profile" for a perf profile
+#   BENCH_PHASES [drain staging latency sustain activejob redisprod frameworks databases]   a subset to run; add "profile" for a perf profile
 #   BENCH_AJ_SECONDS [5] BENCH_AJ_ROUNDS [2]   each run and the rounds of the activejob phase
 #   BENCH_REDISPROD_JOBS [BENCH_JOBS/4]  jobs per drain of the redisprod phase (TLS vs plain, min_replicas)
 #   BENCH_FW_JOBS [100000]         jobs of the frameworks phase (BENCH_PHASES=frameworks: jobbuf into
 #                                  BullMQ and Celery vs Queue.addBulk and apply_async)
+#   BENCH_DB_JOBS [500000]         jobs per database in the "databases" phase (one vs two databases draining)
+#   BENCH_DB_COUNT [50]            databases with the extension for the "databases" phase's wake-up latency
 #   BENCH_BUILD [1]                0: skip `make && make install` (use the installed extension)
 #   BENCH_PG_CONF []               extra postgresql.conf lines (diagnostics, e.g. auto_explain)
 #   JB_KEEP [] (harness)           keep the run directory (logs, perf data) after the run
@@ -35,7 +37,9 @@ BENCH_LAT_SECONDS=${BENCH_LAT_SECONDS:-10}
 BENCH_SUSTAIN_SECONDS=${BENCH_SUSTAIN_SECONDS:-60}
 BENCH_SUSTAIN_RATE=${BENCH_SUSTAIN_RATE:-}
 BENCH_FSYNC=${BENCH_FSYNC:-off}
-BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain activejob redisprod frameworks}
+BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain activejob redisprod frameworks databases}
+BENCH_DB_JOBS=${BENCH_DB_JOBS:-500000}
+BENCH_DB_COUNT=${BENCH_DB_COUNT:-50}
 BENCH_BUILD=${BENCH_BUILD:-1}
 
 say() { printf '\n== %s  [%s]\n' "$*" "$(date +%T)"; }
@@ -101,6 +105,12 @@ jobbuf.batch_size = $BENCH_BATCH
 log_min_messages = warning
 log_autovacuum_min_duration = 0
 ${BENCH_PG_CONF:-}"
+if has_phase databases; then  # a drain worker per database: '*', and room for BENCH_DB_COUNT + 3 of them
+  PG_CONF="$PG_CONF
+jobbuf.database = '*'
+jobbuf.max_workers = $((BENCH_DB_COUNT + 6))
+max_worker_processes = $((BENCH_DB_COUNT + 16))"
+fi
 say "start private redis-server and Postgres"
 jb_start_redis >/dev/null || fail "redis-server did not start"
 jb_start_postgres "$PG_CONF" || fail "Postgres did not start (log: $JB_RUN/postgres.log)"
@@ -538,6 +548,64 @@ phase_frameworks() {
   printf '%-10s %14s %16s\n' Celery "$(sed -n 's/^fw_celery_jobbuf=//p' "$RESULTS")" "$(sed -n 's/^fw_celery_own=//p' "$RESULTS")"
 }
 
+# --- 6. every database: one drain worker per database ------------------------------------------
+# drain_databases DB...: the jobs staged (worker disabled) in each DB's queue bench_db, drained at
+# once; prints the jobs/s of all of them together.
+drain_databases() {
+  local db t0 t1 total=0 cond=""
+  for db in "$@"; do
+    jb_psql_db "$db" -qtAX -c "INSERT INTO jobbuf.jobs (queue, payload) SELECT 'bench_db', '$BENCH_PAYLOAD'::jsonb FROM generate_series(1, $BENCH_DB_JOBS)" >/dev/null
+    jb_psql_db "$db" -qtAX -c "VACUUM (ANALYZE) jobbuf.jobs" >/dev/null
+    redis-cli -p "$JB_REDIS_PORT" -n "$(db_index "$db")" unlink jobbuf:bench_db >/dev/null
+    cond="$cond [ \"\$(redis-cli -p $JB_REDIS_PORT -n $(db_index "$db") LLEN jobbuf:bench_db)\" = $BENCH_DB_JOBS ] &&"
+    total=$((total + BENCH_DB_JOBS))
+  done
+  jb_sql "CHECKPOINT" >/dev/null
+  for db in "$@"; do
+    echo "  $db before the start: $(jb_psql_db "$db" -qtAX -c "SELECT count(*) FROM jobbuf.jobs") staged, $(redis-cli -p "$JB_REDIS_PORT" -n "$(db_index "$db")" LLEN jobbuf:bench_db) in Redis" >&2
+  done
+  jb_sql "ALTER SYSTEM SET jobbuf.enabled = on" >/dev/null
+  t0=$(date +%s%N)
+  jb_sql "SELECT pg_reload_conf()" >/dev/null
+  jb_wait_until "$cond true" 600 || fail "the databases' jobs were not drained in 600 s"
+  t1=$(date +%s%N)
+  worker_enabled off
+  awk -v n="$total" -v ns="$((t1 - t0))" 'BEGIN { printf "%.0f\n", n / (ns / 1e9) }'
+}
+db_index() { echo "${1#bench_db}"; }  # bench_db1 drains into Redis database 1, bench_db2 into 2
+
+phase_databases() {
+  BENCH_PAYLOAD='{"class": "InvoiceMailer", "args": [1000042, "customer-42@example.com", {"plan": "pro", "locale": "en"}]}'
+  say "databases: one drain worker per database, each with its own Redis database (ALTER DATABASE ... SET jobbuf.redis_url)"
+  local db i one two out n p50 p99 max
+  for db in bench_db1 bench_db2; do
+    jb_psql_db postgres -q -c "CREATE DATABASE $db" \
+      -c "ALTER DATABASE $db SET jobbuf.redis_url = 'redis://127.0.0.1:$JB_REDIS_PORT/$(db_index "$db")'"
+    jb_psql_db "$db" -q -o /dev/null -c "CREATE EXTENSION jobbuf" -c "SELECT jobbuf_create_queue('bench_db', 'list')"
+  done
+  worker_enabled off
+  one=$(drain_databases bench_db1)
+  echo "one database draining: $one jobs/s ($BENCH_DB_JOBS jobs)"
+  two=$(drain_databases bench_db1 bench_db2)
+  echo "two databases draining at once: $two jobs/s together ($BENCH_DB_JOBS jobs each)"
+  result db_drain_one "$one"; result db_drain_two "$two"
+  worker_enabled on
+
+  say "databases: commit wake-up latency with $BENCH_DB_COUNT databases having the extension (${BENCH_LAT_SECONDS}s, one single-job transaction every 2 ms)"
+  for i in $(seq 1 "$BENCH_DB_COUNT"); do
+    jb_psql_db postgres -q -c "CREATE DATABASE bench_many$i"
+    jb_psql_db "bench_many$i" -q -o /dev/null -c "CREATE EXTENSION jobbuf" -c "SELECT jobbuf_create_queue('bench_lat_many', 'list')"
+  done
+  jb_wait_until "[ \"\$(jb_sql \"SELECT count(*) FROM jobbuf_worker_status() WHERE running AND database LIKE 'bench_many%'\")\" = $BENCH_DB_COUNT ]" 60 \
+    || fail "not every one of the $BENCH_DB_COUNT databases got its drain worker"
+  echo "drain workers running: $(jb_sql "SELECT count(*) FROM jobbuf_worker_status() WHERE running")"
+  out=$(PGDATABASE=bench_many1 "$LATENCY_PROBE" bench_lat_many jobbuf:bench_lat_many "$JB_REDIS_PORT" --seconds "$BENCH_LAT_SECONDS" --interval-ms 2) \
+    || fail "latency probe ($BENCH_DB_COUNT databases)"
+  read -r n p50 p99 max <<<"$out"
+  echo "$n samples in bench_many1: p50 ${p50} ms, p99 ${p99} ms, max ${max} ms"
+  result db_lat_p50 "$p50"; result db_lat_p99 "$p99"; result db_lat_max "$max"; result db_lat_count "$BENCH_DB_COUNT"
+}
+
 has_phase drain && phase_drain
 has_phase staging && { say "staging cost (pgbench -M prepared, 8 clients, ${BENCH_STAGE_SECONDS}s per run, worker running)"; phase_staging; }
 has_phase latency && phase_latency
@@ -546,6 +614,7 @@ has_phase profile && phase_profile
 has_phase activejob && phase_activejob
 has_phase redisprod && phase_redisprod
 has_phase frameworks && phase_frameworks
+has_phase databases && phase_databases
 
 say "summary"
 echo "uptime at end: $(uptime)"

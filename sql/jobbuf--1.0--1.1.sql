@@ -410,11 +410,6 @@ END $$;
 -- CREATE OR REPLACE made it SECURITY INVOKER again (90_privileges.sql makes it SECURITY DEFINER).
 ALTER FUNCTION jobbuf_alter_queue(text, jsonb) SECURITY DEFINER;
 
--- Wakes the drain worker when this update commits: a worker running the 1.1 library against 1.0
--- SQL waits for this update, and a statement on jobbuf.queues (its trigger) is what tells it.
-UPDATE jobbuf.queues SET paused = paused WHERE false;
-
-
 -- Job frameworks: the targets bullmq and celery, their options (prefix, bullmq_queue,
 -- celery_queue; group_class for all three framework targets). (src/sql/00_schema.sql,
 -- src/sql/10_queues.sql)
@@ -548,3 +543,22 @@ BEGIN
     END IF;
     RETURN options;
 END $$;
+
+-- Every database: jobbuf_worker_status() returns one row per drain worker (one per database),
+-- from the library's jobbuf_worker_status_all (the 1.0 symbol keeps 1.0's one-row shape for a
+-- database still on 1.0's SQL). Its type changes, so it is created again, with 1.0's privileges
+-- (as 90_privileges.sql gives them). (src/sql/30_inspection.sql)
+DROP FUNCTION jobbuf_worker_status();
+CREATE FUNCTION jobbuf_worker_status(
+    OUT pid integer, OUT database text, OUT running boolean, OUT redis_connected boolean,
+    OUT last_error text, OUT last_error_at timestamptz, OUT wakeups bigint, OUT batches bigint,
+    OUT delivered bigint)
+RETURNS SETOF record LANGUAGE c VOLATILE ROWS 8 AS 'MODULE_PATHNAME', 'jobbuf_worker_status_all';
+ALTER FUNCTION jobbuf_worker_status() SECURITY DEFINER;
+REVOKE ALL ON FUNCTION jobbuf_worker_status() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION jobbuf_worker_status() TO jobbuf_producer, jobbuf_consumer, jobbuf_admin;
+
+-- Keep this statement last.
+-- Wakes the drain worker when this update commits: a worker running the 1.1 library against 1.0
+-- SQL waits for this update, and a statement on jobbuf.queues (its trigger) is what tells it.
+UPDATE jobbuf.queues SET paused = paused WHERE false;

@@ -1,7 +1,8 @@
 // Postgres regime: the commit wake-up. Backend-local state records which queues the transaction
 // staged into; the transaction callback, registered once per process, publishes that to the
-// worker after the commit and sets its latch when the worker had nothing pending. The callback
-// only touches atomics and a latch: it runs after the commit and cannot fail.
+// drain worker of this backend's database (its slot, found by MyDatabaseId) after the commit and
+// sets its latch when the worker had nothing pending. The callback only reads shared memory,
+// touches atomics and a latch: it runs after the commit and cannot fail.
 #include "pg_includes.h"
 
 #include "commit_wakeup.h"
@@ -33,10 +34,20 @@ void note_queues_changed(void)
     queues_changed = true;
 }
 
+// The slot of this database's drain worker, remembered between commits (checked each time: the
+// launcher may have given it to another database since).
+static JobbufSharedState* my_database_slot(void)
+{
+    static JobbufSharedState* remembered = nullptr;
+    if (remembered == nullptr || remembered->database != MyDatabaseId || !remembered->in_use)
+        remembered = drain_slot_of_database(MyDatabaseId);
+    return remembered;
+}
+
 static void wake_worker(void)
 {
-    JobbufSharedState* state = jobbuf_shared;
-    if (state == nullptr || state->worker_database != MyDatabaseId)
+    JobbufSharedState* state = my_database_slot();
+    if (state == nullptr)
         return;
     if (queues_changed)
         pg_atomic_fetch_add_u32(&state->queues_generation, 1);

@@ -1,5 +1,6 @@
-// Postgres regime: a ProcessUtility hook that, before DROP DATABASE of jobbuf.database, asks the
-// drain worker to disconnect and the launcher to keep it away for a while. Without it, a plain
+// Postgres regime: a ProcessUtility hook that, before DROP DATABASE of a database with a drain
+// worker, asks that worker to disconnect and the launcher to keep it away for a while (the other
+// databases' workers are not touched). Without it, a plain
 // DROP DATABASE fails with "database is being accessed by other users" for as long as jobbuf is
 // installed.
 //
@@ -10,9 +11,12 @@
 // that would be refused leaves the worker alone: no role can pause delivery by trying. If an
 // allowed drop still fails (other sessions connected), the request is withdrawn at once and the
 // launcher restarts the worker without backoff.
+// The same hook notes, for the launcher, the statements that may give a database a drain worker
+// (CREATE EXTENSION jobbuf, CREATE / ALTER / RENAME DATABASE: launcher_signal.h).
 #include "pg_includes.h"
 
 #include "drop_database_guard.h"
+#include "launcher_signal.h"
 #include "settings.h"
 #include "shared_state.h"
 
@@ -54,9 +58,8 @@ bool drop_would_be_allowed(const char* dbname, ProcessUtilityContext context)
 }
 
 // Returns the pause it set, for withdraw_request.
-TimestampTz ask_worker_to_leave(void)
+TimestampTz ask_worker_to_leave(JobbufSharedState* s)
 {
-    JobbufSharedState* s = jobbuf_shared;
     TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), kKeepAwayMs);
     s->pause_until = until;
     pg_memory_barrier();
@@ -67,10 +70,10 @@ TimestampTz ask_worker_to_leave(void)
 }
 
 // The drop failed: the worker may come back now (unless another drop asked for a later pause).
-void withdraw_request(TimestampTz until)
+void withdraw_request(JobbufSharedState* s, TimestampTz until)
 {
-    if (jobbuf_shared->pause_until == until)
-        jobbuf_shared->pause_until = 0;
+    if (s->pause_until == until)
+        s->pause_until = 0;
 }
 
 void run_utility(PlannedStmt* pstmt, const char* query_string, bool read_only_tree,
@@ -89,22 +92,24 @@ void guard_process_utility(PlannedStmt* pstmt, const char* query_string, bool re
 {
     Node* statement = pstmt->utilityStmt;
     const char* dbname = IsA(statement, DropdbStmt) ? castNode(DropdbStmt, statement)->dbname : nullptr;
-    if (dbname == nullptr || jobbuf_shared == nullptr || jobbuf_database == nullptr ||
-        strcmp(dbname, jobbuf_database) != 0 || !drop_would_be_allowed(dbname, context)) {
+    JobbufSharedState* slot = dbname != nullptr ? drain_slot_of_database(get_database_oid(dbname, true)) : nullptr;
+    if (slot == nullptr || !drop_would_be_allowed(dbname, context)) {
         run_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
+        note_database_statement(statement);
         return;
     }
-    volatile TimestampTz until = ask_worker_to_leave();
+    volatile TimestampTz until = ask_worker_to_leave(slot);
     PG_TRY();
     {
         run_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
     }
     PG_CATCH();
     {
-        withdraw_request(until);
+        withdraw_request(slot, until);
         PG_RE_THROW();
     }
     PG_END_TRY();
+    note_database_statement(statement);
 }
 
 }  // namespace
@@ -122,6 +127,5 @@ bool drain_worker_must_leave(void)
 
 void note_departure_for_drop(void)
 {
-    if (jobbuf_shared != nullptr)
-        pg_atomic_fetch_add_u32(&jobbuf_shared->departures_for_drop, 1);
+    shared_state_note_exit(WorkerExit::LeftForDrop);
 }

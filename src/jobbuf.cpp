@@ -5,6 +5,7 @@
 
 #include "commit_wakeup.h"
 #include "drop_database_guard.h"
+#include "launcher_signal.h"
 #include "staging/queue_cache.h"
 #include "settings.h"
 #include "shared_state.h"
@@ -38,6 +39,7 @@ void _PG_init(void)
         return;
     jobbuf_define_settings();
     register_commit_wakeup();
+    register_launcher_signal();
     register_queue_cache_invalidation();
     if (process_shared_preload_libraries_in_progress) {
         jobbuf_shared_state_install_hooks();

@@ -2,6 +2,7 @@
 // SET / reload time with the reason, so the worker never meets it.
 #include "pg_includes.h"
 
+#include "database_list.h"
 #include "redis/endpoint.h"
 #include "redis/url_check.h"
 #include "settings.h"
@@ -14,6 +15,7 @@ extern "C" {
 char* jobbuf_database = nullptr;
 char* jobbuf_redis_url = nullptr;
 char* jobbuf_redis_password_file = nullptr;
+int jobbuf_max_workers = 8;
 int jobbuf_batch_size = 1000;
 int jobbuf_batch_max_bytes = 16 * 1024 * 1024;
 int jobbuf_poll_interval = 1000;
@@ -33,84 +35,108 @@ static const struct config_enum_entry tls_verify_options[] = {
     {nullptr, 0, false},
 };
 
+// Whether url carries a password (redis://user:password@host or redis://:password@host).
+static bool redis_url_has_password(const char* url)
+{
+    const char* authority = strstr(url, "://");
+    if (authority == nullptr)
+        return false;
+    authority += 3;
+    size_t length = strcspn(authority, "/?#");
+    const char* at = static_cast<const char*>(memrchr(authority, '@', length));
+    return at != nullptr && memchr(authority, ':', at - authority) != nullptr;
+}
+
 static bool check_redis_url(char** newval, void** extra, GucSource source)
 {
     if (*newval == nullptr)
         return true;  // the boot value is being reset; the default below is valid
     char reason[256];
-    if (jobbuf::redis::check_redis_url(*newval, reason, sizeof(reason)))
-        return true;
-    GUC_check_errdetail("%s", reason);
-    return false;
-}
-
-static bool check_database(char** newval, void** extra, GucSource source)
-{
-    if (*newval == nullptr || (*newval)[0] == '\0') {
-        GUC_check_errdetail("jobbuf.database must name a database.");
+    if (!jobbuf::redis::check_redis_url(*newval, reason, sizeof(reason))) {
+        GUC_check_errdetail("%s", reason);
         return false;
     }
-    if (strlen(*newval) >= NAMEDATALEN) {
-        GUC_check_errdetail("a database name is at most %d bytes.", NAMEDATALEN - 1);
+    // ALTER DATABASE / ROLE ... SET (checked as PGC_S_TEST) stores the value in
+    // pg_db_role_setting, which every role can read: no password there.
+    if (source == PGC_S_TEST && redis_url_has_password(*newval)) {
+        GUC_check_errdetail("A password set with ALTER DATABASE would be readable by every role in pg_db_role_setting.");
+        GUC_check_errhint("Set jobbuf.redis_password_file for the database instead.");
         return false;
     }
     return true;
 }
 
-// TLS (rediss://), Sentinel and replica acknowledgement: read by the worker at each reload.
+static bool check_database(char** newval, void** extra, GucSource source)
+{
+    char detail[256];
+    if (database_list_valid(*newval, detail, sizeof(detail)))
+        return true;
+    GUC_check_errdetail("%s", detail);
+    return false;
+}
+
+// TLS (rediss://), Sentinel and replica acknowledgement: read by the worker at each reload; suset
+// like the other jobbuf.redis_* settings, so that ALTER DATABASE can set them per database.
 static void define_production_redis_settings(void)
 {
     DefineCustomEnumVariable(
         "jobbuf.redis_tls_verify", "How the worker checks the Redis server's TLS certificate (rediss://).",
         "full: the chain and the host name (or IP address); ca: the chain only; none: nothing.",
         &jobbuf_redis_tls_verify, static_cast<int>(jobbuf::redis::TlsOptions::Verify::Full), tls_verify_options,
-        PGC_SIGHUP, GUC_SUPERUSER_ONLY, nullptr, nullptr, nullptr);
+        PGC_SUSET, GUC_SUPERUSER_ONLY, nullptr, nullptr, nullptr);
     DefineCustomStringVariable(
         "jobbuf.redis_tls_ca_file", "PEM file of the CA certificates that sign the Redis server's certificate.",
-        "Empty: the system trust store.", &jobbuf_redis_tls_ca_file, "", PGC_SIGHUP, GUC_SUPERUSER_ONLY,
+        "Empty: the system trust store.", &jobbuf_redis_tls_ca_file, "", PGC_SUSET, GUC_SUPERUSER_ONLY,
         nullptr, nullptr, nullptr);
     DefineCustomStringVariable(
         "jobbuf.redis_tls_cert_file", "PEM file of the client certificate the worker presents to Redis (mutual TLS).",
-        "Empty: none.", &jobbuf_redis_tls_cert_file, "", PGC_SIGHUP, GUC_SUPERUSER_ONLY, nullptr, nullptr, nullptr);
+        "Empty: none.", &jobbuf_redis_tls_cert_file, "", PGC_SUSET, GUC_SUPERUSER_ONLY, nullptr, nullptr, nullptr);
     DefineCustomStringVariable(
         "jobbuf.redis_tls_key_file", "PEM file of the private key of jobbuf.redis_tls_cert_file (not encrypted).",
-        "Empty: the key is in jobbuf.redis_tls_cert_file.", &jobbuf_redis_tls_key_file, "", PGC_SIGHUP,
+        "Empty: the key is in jobbuf.redis_tls_cert_file.", &jobbuf_redis_tls_key_file, "", PGC_SUSET,
         GUC_SUPERUSER_ONLY, nullptr, nullptr, nullptr);
     DefineCustomStringVariable(
         "jobbuf.redis_sentinel_password_file",
         "File holding the password of the Redis sentinels (first line), for redis+sentinel:// URLs.",
-        "Empty: the sentinels need no password.", &jobbuf_redis_sentinel_password_file, "", PGC_SIGHUP,
+        "Empty: the sentinels need no password.", &jobbuf_redis_sentinel_password_file, "", PGC_SUSET,
         GUC_SUPERUSER_ONLY, nullptr, nullptr, nullptr);
     DefineCustomIntVariable(
         "jobbuf.redis_min_replicas",
         "Replicas that must acknowledge each unit (WAIT) before the worker deletes its jobs.",
         "0: no WAIT. A unit not acknowledged within jobbuf.redis_timeout keeps its jobs staged; the delivery marker "
         "decides later whether they were delivered.",
-        &jobbuf_redis_min_replicas, 0, 0, 16, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+        &jobbuf_redis_min_replicas, 0, 0, 16, PGC_SUSET, 0, nullptr, nullptr, nullptr);
 }
 
 void jobbuf_define_settings(void)
 {
     DefineCustomStringVariable(
-        "jobbuf.database", "Database whose staged jobs the jobbuf worker drains.", nullptr,
-        &jobbuf_database, "postgres",
+        "jobbuf.database", "Databases whose staged jobs jobbuf drains, one worker each.",
+        "'*': every database that allows connections and has the extension; or a comma-separated list of names.",
+        &jobbuf_database, "*",
         // Postmaster context is only allowed while preloading; loaded later (no worker runs
         // then) the setting is informational, and defining it as postmaster would be FATAL.
         process_shared_preload_libraries_in_progress ? PGC_POSTMASTER : PGC_SIGHUP, 0,
         check_database, nullptr, nullptr);
 
+    DefineCustomIntVariable(
+        "jobbuf.max_workers", "Most drain workers jobbuf runs at once (one per database).",
+        "Each is a background worker: max_worker_processes must have room for them and the launcher.",
+        &jobbuf_max_workers, 8, 1, 1024,
+        process_shared_preload_libraries_in_progress ? PGC_POSTMASTER : PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+
     DefineCustomStringVariable(
         "jobbuf.redis_url", "Redis server the jobbuf worker pushes jobs to.",
         "redis[s]://[[user]:password@]host[:port][/db], unix:///path[?db=N], or "
         "redis[s]+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]",
-        &jobbuf_redis_url, "redis://127.0.0.1:6379/0", PGC_SIGHUP, GUC_SUPERUSER_ONLY,
+        &jobbuf_redis_url, "redis://127.0.0.1:6379/0", PGC_SUSET, GUC_SUPERUSER_ONLY,
         check_redis_url, nullptr, nullptr);
 
     DefineCustomStringVariable(
         "jobbuf.redis_password_file",
         "File holding the Redis password (first line), kept out of postgresql.conf and the server log.",
         "When set, it replaces any password in jobbuf.redis_url.", &jobbuf_redis_password_file, "",
-        PGC_SIGHUP, GUC_SUPERUSER_ONLY, nullptr, nullptr, nullptr);
+        PGC_SUSET, GUC_SUPERUSER_ONLY, nullptr, nullptr, nullptr);
 
     DefineCustomIntVariable(
         "jobbuf.batch_size", "Jobs the worker moves to Redis per batch (one transaction each).",
@@ -132,7 +158,7 @@ void jobbuf_define_settings(void)
 
     DefineCustomIntVariable(
         "jobbuf.redis_timeout", "Timeout of the worker's Redis connects, and of each wait for progress in a round trip.",
-        nullptr, &jobbuf_redis_timeout, 2000, 10, 600 * 1000, PGC_SIGHUP, GUC_UNIT_MS, nullptr,
+        nullptr, &jobbuf_redis_timeout, 2000, 10, 600 * 1000, PGC_SUSET, GUC_UNIT_MS, nullptr,
         nullptr, nullptr);
 
     DefineCustomBoolVariable(

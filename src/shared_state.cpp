@@ -1,6 +1,7 @@
 // Postgres regime: allocation and accessors of the shared-memory block (see shared_state.h).
 #include "pg_includes.h"
 
+#include "settings.h"
 #include "shared_state.h"
 
 extern "C" {
@@ -9,16 +10,54 @@ extern "C" {
 #include "storage/shmem.h"
 }
 
+JobbufLauncherState* jobbuf_cluster = nullptr;
 JobbufSharedState* jobbuf_shared = nullptr;
 
 static shmem_request_hook_type previous_shmem_request_hook = nullptr;
 static shmem_startup_hook_type previous_shmem_startup_hook = nullptr;
 
+static Size shared_state_size(void)
+{
+    return add_size(offsetof(JobbufLauncherState, slots),
+                    mul_size(static_cast<Size>(jobbuf_max_workers) + 1, sizeof(JobbufSharedState)));
+}
+
 static void request_shared_state(void)
 {
     if (previous_shmem_request_hook)
         previous_shmem_request_hook();
-    RequestAddinShmemSpace(MAXALIGN(sizeof(JobbufSharedState)));
+    RequestAddinShmemSpace(MAXALIGN(shared_state_size()));
+}
+
+// Everything but the mutex (which jobbuf_worker_status may hold while the launcher reuses a slot).
+static void reset_slot(JobbufSharedState* slot)
+{
+    slot->in_use = false;
+    slot->waits_for_extension = false;
+    slot->database = InvalidOid;
+    slot->database_name[0] = '\0';
+    slot->worker_latch = nullptr;
+    SpinLockAcquire(&slot->mutex);
+    slot->worker_pid = 0;
+    slot->redis_connected = false;
+    slot->last_error[0] = '\0';
+    slot->last_error_at = 0;
+    SpinLockRelease(&slot->mutex);
+    slot->pause_until = 0;
+    pg_atomic_init_u32(&slot->exit_reason, static_cast<uint32>(WorkerExit::Unknown));
+    pg_atomic_init_u64(&slot->staged_queues, PG_UINT64_MAX);  // the first round looks everywhere
+    pg_atomic_init_u32(&slot->queues_generation, 0);
+    pg_atomic_init_u64(&slot->lowest_staged_id, PG_UINT64_MAX);
+    pg_atomic_init_u64(&slot->wakeups, 0);
+    pg_atomic_init_u64(&slot->batches, 0);
+    pg_atomic_init_u64(&slot->delivered, 0);
+}
+
+static void init_slot(JobbufSharedState* slot)
+{
+    memset(slot, 0, sizeof(*slot));
+    SpinLockInit(&slot->mutex);
+    reset_slot(slot);
 }
 
 static void attach_shared_state(void)
@@ -28,22 +67,16 @@ static void attach_shared_state(void)
 
     LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
     bool found = false;
-    auto* state = static_cast<JobbufSharedState*>(
-        ShmemInitStruct("jobbuf", sizeof(JobbufSharedState), &found));
+    auto* state = static_cast<JobbufLauncherState*>(ShmemInitStruct("jobbuf", shared_state_size(), &found));
     if (!found) {
-        memset(state, 0, sizeof(*state));
-        pg_atomic_init_u64(&state->staged_queues, PG_UINT64_MAX);  // the first round looks everywhere
-        pg_atomic_init_u32(&state->queues_generation, 0);
-        pg_atomic_init_u64(&state->lowest_staged_id, PG_UINT64_MAX);
-        pg_atomic_init_u64(&state->wakeups, 0);
-        pg_atomic_init_u64(&state->batches, 0);
-        pg_atomic_init_u64(&state->delivered, 0);
-        pg_atomic_init_u32(&state->departures_for_drop, 0);
+        memset(state, 0, offsetof(JobbufLauncherState, slots));
         SpinLockInit(&state->mutex);
-        state->worker_latch = nullptr;
-        state->worker_database = InvalidOid;
+        pg_atomic_init_u32(&state->databases_changed, 0);
+        state->drain_slots = jobbuf_max_workers;
+        for (int i = 0; i <= jobbuf_max_workers; i++)
+            init_slot(&state->slots[i]);
     }
-    jobbuf_shared = state;
+    jobbuf_cluster = state;
     LWLockRelease(AddinShmemInitLock);
 }
 
@@ -53,6 +86,35 @@ void jobbuf_shared_state_install_hooks(void)
     shmem_request_hook = request_shared_state;
     previous_shmem_startup_hook = shmem_startup_hook;
     shmem_startup_hook = attach_shared_state;
+}
+
+JobbufSharedState* drain_slot_of_database(Oid database)
+{
+    if (jobbuf_cluster == nullptr)
+        return nullptr;
+    for (int i = 0; i < jobbuf_cluster->drain_slots; i++) {
+        JobbufSharedState* slot = &jobbuf_cluster->slots[i];
+        if (slot->database == database && slot->in_use)
+            return slot;
+    }
+    return nullptr;
+}
+
+void drain_slot_assign(JobbufSharedState* slot, Oid database, const char* name, bool waits_for_extension)
+{
+    reset_slot(slot);
+    strlcpy(slot->database_name, name, NAMEDATALEN);
+    slot->waits_for_extension = waits_for_extension;
+    slot->database = database;
+    pg_write_barrier();
+    slot->in_use = true;
+}
+
+void drain_slot_release(JobbufSharedState* slot)
+{
+    slot->in_use = false;
+    pg_write_barrier();
+    slot->database = InvalidOid;
 }
 
 void shared_state_set_error(const char* message)
@@ -73,4 +135,15 @@ void shared_state_set_redis_connected(bool connected)
     SpinLockAcquire(&jobbuf_shared->mutex);
     jobbuf_shared->redis_connected = connected;
     SpinLockRelease(&jobbuf_shared->mutex);
+}
+
+void shared_state_note_exit(WorkerExit reason)
+{
+    if (jobbuf_shared)
+        pg_atomic_write_u32(&jobbuf_shared->exit_reason, static_cast<uint32>(reason));
+}
+
+const char* drain_database_name(void)
+{
+    return jobbuf_shared ? jobbuf_shared->database_name : "";
 }

@@ -37,12 +37,14 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     ORDER BY q.name;
 $$;
 
--- One row: the drain worker's state (counters since the server started).
+-- One row per drain worker of the server (one per database; counters since its worker slot was
+-- given to that database), and one per database left without a worker by jobbuf.max_workers
+-- (pid NULL, running false, last_error says why). The same rows from every database.
 CREATE FUNCTION jobbuf_worker_status(
     OUT pid integer, OUT database text, OUT running boolean, OUT redis_connected boolean,
     OUT last_error text, OUT last_error_at timestamptz, OUT wakeups bigint, OUT batches bigint,
     OUT delivered bigint)
-RETURNS record LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'jobbuf_worker_status';
+RETURNS SETOF record LANGUAGE c VOLATILE ROWS 8 AS 'MODULE_PATHNAME', 'jobbuf_worker_status_all';
 
 -- The SQL version the loaded library implements (superusers only): after installing a new build,
 -- it shows whether Postgres was restarted to load it.

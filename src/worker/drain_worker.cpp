@@ -1,4 +1,4 @@
-// Postgres regime: the drain worker's main loop. Connected to jobbuf.database, it sleeps on its
+// Postgres regime: the drain worker's main loop. Connected to its database, it sleeps on its
 // latch until a staging transaction commits (or poll_interval passes), then drains the queues
 // that commits staged into, round-robin, one batch per queue per turn, until none has a full
 // batch left; every poll_interval a full round looks at every active queue.
@@ -10,6 +10,8 @@
 #include "worker/drain_batch.h"
 #include "worker/active_queues.h"
 #include "worker/drain_group.h"
+#include "worker/drain_slot.h"
+#include "worker/database_settings.h"
 #include "worker/reconcile.h"
 #include "worker/guarded_call.h"
 #include "worker/pass_schedule.h"
@@ -64,7 +66,6 @@ void unpublish_worker(int code, Datum arg)
         jobbuf_shared->redis_connected = false;
         SpinLockRelease(&jobbuf_shared->mutex);
         jobbuf_shared->worker_latch = nullptr;
-        jobbuf_shared->worker_database = InvalidOid;
     }
     if (state && state->ctx.session) {
         jobbuf::redis::drain_session_destroy(state->ctx.session);
@@ -80,7 +81,6 @@ void publish_worker(void)
     jobbuf_shared->worker_pid = MyProcPid;
     jobbuf_shared->redis_connected = false;
     SpinLockRelease(&jobbuf_shared->mutex);
-    jobbuf_shared->worker_database = MyDatabaseId;
     pg_write_barrier();
     jobbuf_shared->worker_latch = MyLatch;
 }
@@ -114,6 +114,7 @@ void reload_settings_if_asked(void)
     if (ConfigReloadPending) {
         ConfigReloadPending = false;
         ProcessConfigFile(PGC_SIGHUP);
+        leave_if_database_settings_changed();
         apply_settings();
     }
 }
@@ -202,10 +203,11 @@ void wait_for_installation(int why)
         snprintf(message, sizeof(message),
                  "database \"%s\" has jobbuf %s installed, this library needs %s: run ALTER EXTENSION jobbuf UPDATE "
                  "there; staged jobs wait until then",
-                 jobbuf_database, installed_extension_version(), kJobbufSqlVersion);
+                 drain_database_name(), installed_extension_version(), kJobbufSqlVersion);
         report_problem(ProblemKind::Config, message);
         return;
     }
+    leave_unless_waiting_for_extension();
     report_problem(ProblemKind::Config,
                    "the jobbuf extension is not installed in jobbuf.database; the worker waits for CREATE EXTENSION jobbuf");
     take_staged_work();
@@ -339,7 +341,7 @@ void jobbuf_drain_main(Datum arg)
     pqsignal(SIGHUP, SignalHandlerForConfigReload);
     pqsignal(SIGTERM, die);
     BackgroundWorkerUnblockSignals();
-    BackgroundWorkerInitializeConnection(jobbuf_database, nullptr, 0);
+    join_drain_slot(arg);
     pgstat_report_appname("jobbuf drain worker");
 
     state = static_cast<WorkerState*>(MemoryContextAllocZero(TopMemoryContext, sizeof(WorkerState)));
@@ -356,13 +358,13 @@ void jobbuf_drain_main(Datum arg)
     on_shmem_exit(unpublish_worker, (Datum) 0);
     publish_worker();
     apply_settings();
-    ereport(LOG, (errmsg("jobbuf: drain worker started in database \"%s\"", jobbuf_database)));
+    ereport(LOG, (errmsg("jobbuf: drain worker started in database \"%s\"", drain_database_name())));
 
     for (;;) {
         CHECK_FOR_INTERRUPTS();
         reload_settings_if_asked();
         if (drain_worker_must_leave()) {
-            ereport(LOG, (errmsg("jobbuf: drain worker leaves database \"%s\" for DROP DATABASE", jobbuf_database)));
+            ereport(LOG, (errmsg("jobbuf: drain worker leaves database \"%s\" for DROP DATABASE", drain_database_name())));
             note_departure_for_drop();
             proc_exit(0);
         }

@@ -22,8 +22,11 @@
 // the owner and every batch be refused), exit_on_error (every caught error would end the worker:
 // a restart loop), synchronous_commit = off (a batch's delete could be lost in a crash after the
 // next unit overwrote the marker: a duplicate), planner switches, and whatever Postgres adds later.
+// Except the jobbuf.redis_* settings that a superuser gave the database (database_settings.h):
+// they are how each database names its own Redis.
 #include "pg_includes.h"
 
+#include "worker/database_settings.h"
 #include "worker/worker_session.h"
 
 extern "C" {
@@ -72,7 +75,8 @@ void drop_database_and_role_settings(void)
     int count = GetNumConfigOptions();
     for (int i = 0; i < count; i++) {
         config_generic* var = vars[i];
-        if (!set_by_database_or_role(var) || (var->context != PGC_USERSET && var->context != PGC_SUSET))
+        if (!set_by_database_or_role(var) || (var->context != PGC_USERSET && var->context != PGC_SUSET) ||
+            kept_database_setting(var))
             continue;
         char buffer[64];
         const char* value = strcmp(var->name, "session_authorization") == 0

@@ -1,4 +1,7 @@
-// Postgres regime: jobbuf_worker_status(), the drain worker's state as published in shared memory.
+// Postgres regime: jobbuf_worker_status(), the drain workers' state as published in shared
+// memory. Two C symbols: jobbuf_worker_status_all (1.1: one row per drain worker and per database
+// left without one by jobbuf.max_workers, from any database) and jobbuf_worker_status (what 1.0's
+// SQL declares: one row, the worker of the current database).
 #include "pg_includes.h"
 
 #include "settings.h"
@@ -6,10 +9,104 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "commands/dbcommands.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
+#include "utils/tuplestore.h"
 }
 
+namespace {
+
+constexpr int kColumns = 9;  // pid, database, running, redis_connected, last_error, last_error_at, wakeups, batches, delivered
+
+struct StatusRow {
+    Datum values[kColumns];
+    bool nulls[kColumns];
+};
+
+void no_worker_row(StatusRow* row, const char* database, const char* why)
+{
+    memset(row->nulls, 0, sizeof(row->nulls));
+    row->nulls[0] = row->nulls[3] = row->nulls[5] = true;
+    row->values[1] = CStringGetTextDatum(database);
+    row->values[2] = BoolGetDatum(false);
+    row->values[4] = CStringGetTextDatum(why);
+    row->values[6] = row->values[7] = row->values[8] = Int64GetDatum(0);
+}
+
+void slot_row(StatusRow* row, JobbufSharedState* s)
+{
+    SpinLockAcquire(&s->mutex);
+    pid_t pid = s->worker_pid;
+    bool connected = s->redis_connected;
+    char last_error[kStatusErrorLen];
+    memcpy(last_error, s->last_error, sizeof(last_error));
+    TimestampTz last_error_at = s->last_error_at;
+    SpinLockRelease(&s->mutex);
+    last_error[kStatusErrorLen - 1] = '\0';
+    char database[NAMEDATALEN];
+    strlcpy(database, s->database_name, sizeof(database));
+
+    memset(row->nulls, 0, sizeof(row->nulls));
+    row->values[0] = Int32GetDatum(pid);
+    row->nulls[0] = pid == 0;
+    row->values[1] = CStringGetTextDatum(database);
+    row->values[2] = BoolGetDatum(pid != 0);
+    row->values[3] = BoolGetDatum(connected);
+    row->values[4] = CStringGetTextDatum(last_error);
+    row->nulls[4] = last_error[0] == '\0';
+    row->values[5] = TimestampTzGetDatum(last_error_at);
+    row->nulls[5] = last_error_at == 0;
+    row->values[6] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&s->wakeups)));
+    row->values[7] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&s->batches)));
+    row->values[8] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&s->delivered)));
+}
+
+constexpr const char* kNotPreloaded = "jobbuf is not in shared_preload_libraries: no worker runs";
+
+}  // namespace
+
+// 1.1: every drain worker, then the databases the cap left without one.
+JOBBUF_SQL_FUNCTION(jobbuf_worker_status_all)
+{
+    InitMaterializedSRF(fcinfo, 0);
+    auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    StatusRow row;
+    if (jobbuf_cluster == nullptr) {
+        no_worker_row(&row, jobbuf_database ? jobbuf_database : "", kNotPreloaded);
+        tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row.values, row.nulls);
+        return (Datum) 0;
+    }
+    for (int i = 0; i < jobbuf_cluster->drain_slots; i++) {
+        JobbufSharedState* s = &jobbuf_cluster->slots[i];
+        if (!s->in_use)
+            continue;
+        slot_row(&row, s);
+        tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row.values, row.nulls);
+    }
+    char left_out[kLeftOutShown][NAMEDATALEN];
+    SpinLockAcquire(&jobbuf_cluster->mutex);
+    int count = jobbuf_cluster->left_out_count;
+    int shown = Min(count, kLeftOutShown);
+    memcpy(left_out, jobbuf_cluster->left_out_names, sizeof(left_out[0]) * shown);
+    SpinLockRelease(&jobbuf_cluster->mutex);
+    char why[kStatusErrorLen];
+    snprintf(why, sizeof(why), "no drain worker: all jobbuf.max_workers (%d) are in use", jobbuf_max_workers);
+    for (int i = 0; i < shown; i++) {
+        left_out[i][NAMEDATALEN - 1] = '\0';
+        no_worker_row(&row, left_out[i], why);
+        tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row.values, row.nulls);
+    }
+    if (count > shown) {
+        snprintf(why, sizeof(why), "%d more databases have no drain worker: all jobbuf.max_workers (%d) are in use",
+                 count - shown, jobbuf_max_workers);
+        no_worker_row(&row, "", why);
+        tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row.values, row.nulls);
+    }
+    return (Datum) 0;
+}
+
+// 1.0's SQL: one row, the drain worker of the current database.
 JOBBUF_SQL_FUNCTION(jobbuf_worker_status)
 {
     TupleDesc desc;
@@ -17,39 +114,14 @@ JOBBUF_SQL_FUNCTION(jobbuf_worker_status)
         ereport(ERROR, (errmsg("jobbuf: jobbuf_worker_status must return a row")));
     desc = BlessTupleDesc(desc);
 
-    Datum values[9];
-    bool nulls[9] = {false};
-    values[1] = CStringGetTextDatum(jobbuf_database ? jobbuf_database : "");
-
-    if (jobbuf_shared == nullptr) {
-        // Not preloaded: no worker can run. Say so rather than fail.
-        nulls[0] = nulls[3] = nulls[5] = true;
-        values[2] = BoolGetDatum(false);
-        values[4] = CStringGetTextDatum("jobbuf is not in shared_preload_libraries: no worker runs");
-        values[6] = values[7] = values[8] = Int64GetDatum(0);
-    } else {
-        JobbufSharedState* s = jobbuf_shared;
-        SpinLockAcquire(&s->mutex);
-        pid_t pid = s->worker_pid;
-        bool connected = s->redis_connected;
-        char last_error[kStatusErrorLen];
-        memcpy(last_error, s->last_error, sizeof(last_error));
-        TimestampTz last_error_at = s->last_error_at;
-        SpinLockRelease(&s->mutex);
-        last_error[kStatusErrorLen - 1] = '\0';
-
-        values[0] = Int32GetDatum(pid);
-        nulls[0] = pid == 0;
-        values[2] = BoolGetDatum(pid != 0);
-        values[3] = BoolGetDatum(connected);
-        values[4] = CStringGetTextDatum(last_error);
-        nulls[4] = last_error[0] == '\0';
-        values[5] = TimestampTzGetDatum(last_error_at);
-        nulls[5] = last_error_at == 0;
-        values[6] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&s->wakeups)));
-        values[7] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&s->batches)));
-        values[8] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&s->delivered)));
-    }
-    HeapTuple tuple = heap_form_tuple(desc, values, nulls);
+    StatusRow row;
+    JobbufSharedState* slot = drain_slot_of_database(MyDatabaseId);
+    if (jobbuf_cluster == nullptr)
+        no_worker_row(&row, jobbuf_database ? jobbuf_database : "", kNotPreloaded);
+    else if (slot == nullptr)
+        no_worker_row(&row, get_database_name(MyDatabaseId), "no drain worker runs for this database");
+    else
+        slot_row(&row, slot);
+    HeapTuple tuple = heap_form_tuple(desc, row.values, row.nulls);
     PG_RETURN_DATUM(HeapTupleGetDatum(tuple));
 }

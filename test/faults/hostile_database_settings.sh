@@ -5,7 +5,10 @@
 # make it act as the owner: every batch refused), exit_on_error (every caught error would end the
 # worker: a restart loop), synchronous_commit = off (a batch's delete could be lost in a crash
 # after the next unit overwrote the marker: a duplicate), planner switches (full scans), and the
-# timeouts. The owner's settings keep applying to everyone else.
+# timeouts. The owner's settings keep applying to everyone else. The worker keeps only the
+# jobbuf.redis_* settings of its database, which only a superuser can set there: the owner can
+# neither point the worker at another Redis nor change another setting the worker uses, and no
+# one can put a Redis password where every role can read it (pg_db_role_setting).
 source "$(dirname "$0")/tools/lib.sh"
 
 faults_start "" "jobbuf.poll_interval = '200ms'"
@@ -72,4 +75,19 @@ jb_psql_db postgres -qtAX -c "ALTER DATABASE jobbuf_test ALLOW_CONNECTIONS true"
 check "the worker starts once the database opens again" jb_wait_until '[ -n "$(worker_pid)" ]' 20
 jb_sql "SELECT jobbuf_stage('settings', '{\"reopened\": true}')" >/dev/null
 check "and delivers" jb_wait_until '[ "$(jb_redis LLEN jobbuf:settings)" = 502 ]' 15
+# The jobbuf settings per database: superuser-only; the owner is refused each of them.
+for s in "jobbuf.redis_url = redis://127.0.0.1:1/0" "jobbuf.redis_password_file = /etc/hostname" \
+         "jobbuf.redis_timeout = 10" "jobbuf.enabled = off" "jobbuf.batch_size = 1" "jobbuf.poll_interval = 100000"; do
+  out=$(PGOPTIONS= psql -X -h "$JB_PGHOST" -p "$JB_PGPORT" -U hostile_owner -d postgres -qtAX \
+          -c "ALTER DATABASE jobbuf_test SET ${s%% = *} = '${s#* = }'" 2>&1)
+  expect_match "the owner cannot ALTER DATABASE SET ${s%% = *}" "$out" 'permission denied to set parameter|cannot be changed now'
+done
+expect_match "a Redis password in a per-database jobbuf.redis_url is refused, superuser or not" \
+  "$(jb_psql_db postgres -qtAX -c "ALTER DATABASE jobbuf_test SET jobbuf.redis_url = 'redis://:secret@127.0.0.1:1/0'" 2>&1)" \
+  'readable by every role'
+expect_eq "no jobbuf setting reached pg_db_role_setting" \
+  "$(jb_sql "SELECT count(*) FROM pg_db_role_setting, unnest(setconfig) c WHERE c LIKE 'jobbuf.%'")" 0
+jb_sql "SELECT pg_reload_conf()" >/dev/null
+jb_sql "SELECT jobbuf_stage('settings', '{\"after_refusals\": true}')" >/dev/null
+check "the worker still delivers to its Redis" jb_wait_until '[ "$(jb_redis LLEN jobbuf:settings)" = 503 ]' 15
 faults_done

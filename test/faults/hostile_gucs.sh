@@ -54,8 +54,13 @@ detail=$(jb_psql -qtAX -c "ALTER SYSTEM SET jobbuf.redis_url = 'redis://h:70000'
 expect_match "a refused jobbuf.redis_url comes with a DETAIL that explains it" "$detail" "DETAIL: +[A-Za-z]"
 say "for example: $(sed -E 's/ +/ /g' <<<"$detail")"
 expect_eq "nothing written to postgresql.auto.conf" "$(grep -c jobbuf "$JB_PGDATA/postgresql.auto.conf" || true)" 0
-set_out=$(jb_psql -qtAX -c "SET jobbuf.redis_url = 'redis://h:1'" 2>&1)
-expect_match "SET jobbuf.redis_url in a session is refused (sighup setting)" "$set_out" "cannot be changed now"
+# jobbuf.redis_url is suset (ALTER DATABASE gives a database its own Redis): a session of a
+# superuser may SET it, for itself only; garbage is refused there too; other roles cannot.
+set_out=$(jb_psql -qtAX -c "SET jobbuf.redis_url = 'redis://h:70000'" 2>&1)
+expect_match "SET jobbuf.redis_url = garbage in a session is refused" "$set_out" 'invalid value for parameter "jobbuf.redis_url"'
+jb_psql -q -c "CREATE ROLE gucs_app LOGIN"
+set_out=$(psql -X -qtAX -h "$JB_PGHOST" -p "$JB_PGPORT" -U gucs_app -d "$JB_DB" -c "SET jobbuf.redis_url = 'redis://h:1'" 2>&1)
+expect_match "a non-superuser cannot SET jobbuf.redis_url (suset setting)" "$set_out" "permission denied to set parameter"
 
 # The same garbage straight into postgresql.conf, then a reload.
 cp "$JB_PGDATA/postgresql.conf" "$JB_RUN/postgresql.conf.good"

@@ -65,7 +65,7 @@ fi
 sleep 2  # time for a worker that should not exist to do harm
 expect_eq "jobs visible on the replica" "$(replica_sql "SELECT count(*) FROM jobbuf.jobs")" "$JOBS"
 expect_eq "no jobbuf worker process under the replica's postmaster" "$(replica_workers)" 0
-expect_eq "the replica reports no running worker" "$(replica_sql "SELECT running FROM jobbuf_worker_status()")" f
+expect_eq "the replica reports no running worker" "$(replica_sql "SELECT count(*) FROM jobbuf_worker_status() WHERE running")" 0
 expect_eq "Redis untouched while the primary is disabled and the replica in recovery" "$(jb_redis LLEN "$KEY")" 1
 expect_eq "jobs still staged on the primary" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" "$JOBS"
 

@@ -1,0 +1,58 @@
+// Postgres regime: a drain worker's or the probe's start in its slot (see drain_slot.h).
+#include "pg_includes.h"
+
+#include "extension_version.h"
+#include "shared_state.h"
+#include "worker/database_settings.h"
+#include "worker/drain_slot.h"
+
+extern "C" {
+#include "access/xact.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+}
+
+namespace {
+
+bool extension_installed(void)
+{
+    StartTransactionCommand();
+    bool installed = installed_jobbuf().state != InstalledExtension::Missing;
+    CommitTransactionCommand();
+    return installed;
+}
+
+void leave(WorkerExit reason)
+{
+    shared_state_note_exit(reason);
+    proc_exit(0);
+}
+
+}  // namespace
+
+void join_drain_slot(Datum main_arg)
+{
+    int index = DatumGetInt32(main_arg);
+    Oid database;
+    memcpy(&database, MyBgworkerEntry->bgw_extra, sizeof(database));
+    if (jobbuf_cluster == nullptr || index < 0 || index > probe_slot_index() ||
+        jobbuf_cluster->slots[index].database != database)
+        proc_exit(0);  // not the slot the launcher meant (cannot happen: it starts us after assigning it)
+    jobbuf_shared = &jobbuf_cluster->slots[index];
+    BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, 0);
+    bool installed = extension_installed();
+    if (index == probe_slot_index())
+        leave(installed ? WorkerExit::HasExtension : WorkerExit::NoExtension);
+    if (!installed && !jobbuf_shared->waits_for_extension)
+        leave(WorkerExit::NoExtension);  // quietly: the usual case of a database found by '*'
+    remember_database_settings();
+}
+
+void leave_unless_waiting_for_extension(void)
+{
+    if (jobbuf_shared == nullptr || jobbuf_shared->waits_for_extension)
+        return;
+    ereport(LOG, (errmsg("jobbuf: database \"%s\" has no jobbuf extension; its drain worker stops until CREATE EXTENSION jobbuf",
+                         drain_database_name())));
+    leave(WorkerExit::NoExtension);
+}
