@@ -3,8 +3,8 @@
 # `bullmq` and `celery` targets (docs/formats/), without the extension: a private redis-server,
 # the real BullMQ Worker (test/consumers/node/bullmq_worker.js) and the real Celery worker
 # (test/consumers/celery/), fed once by each framework's own producer (Queue.add / addBulk,
-# apply_async) and once by jobbuf's reference producers (docs/formats/bullmq_add_jobs.lua through
-# bullmq_format_check.js, celery/reference_message.py). TAP-style output; exits 1 on a failure.
+# apply_async) and once by jobbuf's reference producers (the script of
+# src/redis/targets/bullmq_add_script.h through bullmq_format_check.js, celery/reference_message.py). TAP-style output; exits 1 on a failure.
 #
 #   bash test/consumers/checks_frameworks.sh
 set -uo pipefail

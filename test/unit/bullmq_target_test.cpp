@@ -1,15 +1,10 @@
 // The `bullmq` target against a private redis-server: what one batch writes (job hashes, wait
 // list, delayed set, marker, events), duplicates, refused payloads and key types, group
-// messages, and the script text being the reviewed one (docs/formats/bullmq_add_jobs.lua).
-// That the keys are exactly what BullMQ's Queue.add writes is checked against BullMQ itself by
-// test/consumers/node/bullmq_format_check.js compare (the end-to-end tests run it).
+// messages. That the keys are exactly what BullMQ's Queue.add writes is checked against BullMQ
+// itself by test/consumers/node/bullmq_format_check.js compare (the end-to-end tests run it).
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "redis/delivery.h"
-#include "redis/targets/bullmq_add_script.h"
 #include "test_support.h"
 
 using namespace jobbuf::redis;
@@ -68,15 +63,6 @@ protected:
 };
 
 }  // namespace
-
-TEST(BullmqScript, IsTheReviewedReferenceScript)
-{
-    std::ifstream file("../../docs/formats/bullmq_add_jobs.lua");
-    ASSERT_TRUE(file) << "run from test/unit";
-    std::stringstream text;
-    text << file.rdbuf();
-    EXPECT_EQ(std::string(kBullmqAddScript), text.str());
-}
 
 TEST_F(BullmqTargetTest, ImmediateJobsAreWaitingInIdOrder)
 {

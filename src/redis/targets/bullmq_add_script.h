@@ -1,7 +1,8 @@
 // Pure C++ regime: the Lua script the `bullmq` target sends with EVAL, once per batch: it adds
-// the batch's jobs to one BullMQ queue exactly as BullMQ's own Queue.add does. The text is
-// docs/formats/bullmq_add_jobs.lua, byte for byte (a unit test compares them; that file's header
-// says what the script does, and docs/formats/bullmq.md how it was verified).
+// the batch's jobs to one BullMQ queue exactly as BullMQ's own Queue.add does. This is the only
+// copy of the script: test/consumers/node/bullmq_format_check.js reads it from here (the raw string
+// of kBullmqAddScript) to compare it with Queue.add; the script's header says what it does,
+// and docs/formats/bullmq.md how it was verified.
 #pragma once
 #include <string_view>
 

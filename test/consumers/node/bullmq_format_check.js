@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Checks jobbuf's BullMQ wire format (docs/formats/bullmq.md, docs/formats/bullmq_add_jobs.lua)
+// Checks jobbuf's BullMQ wire format (docs/formats/bullmq.md, src/redis/targets/bullmq_add_script.h)
 // against the BullMQ version installed next to this file, and adds jobs the way jobbuf's
 // `bullmq` target does, so tests can feed a real Worker without the extension.
 //
@@ -20,8 +20,16 @@ const path = require('path');
 const Redis = require('ioredis');
 const { Queue } = require('bullmq');
 
-const SCRIPT = fs.readFileSync(path.join(__dirname, '../../../docs/formats/bullmq_add_jobs.lua'), 'utf8');
+const SCRIPT = scriptOfHeader(path.join(__dirname, '../../../src/redis/targets/bullmq_add_script.h'));
 const KEY_NAMES = ['wait', 'paused', 'meta', 'active', 'prioritized', 'delayed', 'events', 'marker', 'pc', 'id'];
+
+// The Lua text of kBullmqAddScript's raw string in the header the extension is built with: the
+// script compared here is the one the worker sends, byte for byte.
+function scriptOfHeader(headerPath) {
+  const match = /kBullmqAddScript = R"lua\(([\s\S]*?)\)lua";/.exec(fs.readFileSync(headerPath, 'utf8'));
+  if (!match) throw new Error(`no kBullmqAddScript raw string in ${headerPath}`);
+  return match[1];
+}
 
 function parseArgs(argv) {
   const opts = { mode: argv[2], url: null, queue: 'fmt', jobs: null, prefix: 'bull' };
