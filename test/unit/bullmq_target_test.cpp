@@ -9,42 +9,14 @@
 
 using namespace jobbuf::redis;
 using jobbuf::test::command;
-using jobbuf::test::connect_url;
-using jobbuf::test::RedisServer;
 
 namespace {
 
 constexpr double kNow = 1700000100.0;
 
-class BullmqTargetTest : public ::testing::Test {
+class BullmqTargetTest : public jobbuf::test::RedisServerTest {
 protected:
-    void SetUp() override
-    {
-        ASSERT_TRUE(server_.start());
-        RedisStatus st = connect_url(conn_, server_.url());
-        ASSERT_TRUE(st.ok()) << st.message;
-    }
-
-    std::vector<JobOutcome> deliver(const QueueTarget& target, const std::vector<StagedJob>& jobs)
-    {
-        std::vector<JobOutcome> out;
-        std::string error;
-        EXPECT_TRUE(jobbuf::test::deliver_batch(conn_, target, jobs, &out, &error, kNow)) << error;
-        return out;
-    }
-
-    // Jobs staged at kNow - 100 s, due now unless run_at is given.
-    static std::vector<StagedJob> jobs_from(const std::vector<std::string>& payloads, std::int64_t first_id)
-    {
-        std::vector<StagedJob> jobs(payloads.size());
-        for (std::size_t i = 0; i < payloads.size(); ++i) {
-            jobs[i].id = first_id + static_cast<std::int64_t>(i);
-            jobs[i].payload = payloads[i];
-            jobs[i].staged_at = kNow - 100;
-            jobs[i].run_at = kNow - 100;
-        }
-        return jobs;
-    }
+    BullmqTargetTest() : RedisServerTest(kNow) {}
 
     std::string hget(const std::string& key, const char* field)
     {
@@ -57,9 +29,6 @@ protected:
         for (const auto& e : reply.elements) out.push_back(e.str);
         return out;
     }
-
-    RedisServer server_;
-    RedisConnection conn_;
 };
 
 }  // namespace

@@ -13,41 +13,14 @@
 
 using namespace jobbuf::redis;
 using jobbuf::test::command;
-using jobbuf::test::connect_url;
-using jobbuf::test::RedisServer;
 
 namespace {
 
 constexpr double kNow = 1700000200.0;
 
-class CeleryTargetTest : public ::testing::Test {
+class CeleryTargetTest : public jobbuf::test::RedisServerTest {
 protected:
-    void SetUp() override
-    {
-        ASSERT_TRUE(server_.start());
-        RedisStatus st = connect_url(conn_, server_.url());
-        ASSERT_TRUE(st.ok()) << st.message;
-    }
-
-    std::vector<JobOutcome> deliver(const QueueTarget& target, const std::vector<StagedJob>& jobs)
-    {
-        std::vector<JobOutcome> out;
-        std::string error;
-        EXPECT_TRUE(jobbuf::test::deliver_batch(conn_, target, jobs, &out, &error, kNow)) << error;
-        return out;
-    }
-
-    static std::vector<StagedJob> jobs_from(const std::vector<std::string>& payloads, std::int64_t first_id)
-    {
-        std::vector<StagedJob> jobs(payloads.size());
-        for (std::size_t i = 0; i < payloads.size(); ++i) {
-            jobs[i].id = first_id + static_cast<std::int64_t>(i);
-            jobs[i].payload = payloads[i];
-            jobs[i].staged_at = 1700000100.0;
-            jobs[i].run_at = 1700000100.0;
-        }
-        return jobs;
-    }
+    CeleryTargetTest() : RedisServerTest(kNow) {}
 
     // The queue's messages in the order a worker's BRPOP takes them.
     std::vector<std::string> popped(const char* key)
@@ -56,9 +29,6 @@ protected:
         for (const auto& e : command(conn_, {"LRANGE", key, "0", "-1"}).elements) out.insert(out.begin(), e.str);
         return out;
     }
-
-    RedisServer server_;
-    RedisConnection conn_;
 };
 
 std::string without_origin(std::string message)

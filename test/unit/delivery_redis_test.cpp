@@ -7,43 +7,18 @@
 
 using namespace jobbuf::redis;
 using jobbuf::test::command;
-using jobbuf::test::connect_url;
-using jobbuf::test::PollWaiter;
-using jobbuf::test::RedisServer;
 using Kind = JobResult;
 
 namespace {
 
-class DeliveryRedisTest : public ::testing::Test {
+class DeliveryRedisTest : public jobbuf::test::RedisServerTest {
 protected:
-    void SetUp() override
-    {
-        ASSERT_TRUE(server_.start());
-        RedisStatus st = connect_url(conn_, server_.url());
-        ASSERT_TRUE(st.ok()) << st.message;
-    }
-
     // Plans, executes and reads one batch; returns read_delivery's result.
     bool deliver(const QueueTarget& target, const std::vector<StagedJob>& jobs, std::vector<JobOutcome>* outcomes,
                  std::string* error, double now = 1700000001.5)
     {
         return jobbuf::test::deliver_batch(conn_, target, jobs, outcomes, error, now);
     }
-
-    static std::vector<StagedJob> jobs_from(const std::vector<std::string>& payloads, std::int64_t first_id)
-    {
-        std::vector<StagedJob> jobs(payloads.size());
-        for (std::size_t i = 0; i < payloads.size(); ++i) {
-            jobs[i].id = first_id + static_cast<std::int64_t>(i);
-            jobs[i].payload = payloads[i];
-            jobs[i].staged_at = 1700000000.0;
-            jobs[i].run_at = 1700000000.0;
-        }
-        return jobs;
-    }
-
-    RedisServer server_;
-    RedisConnection conn_;
 };
 
 }  // namespace

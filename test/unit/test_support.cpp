@@ -197,6 +197,36 @@ bool deliver_batch(redis::RedisConnection& conn, const redis::QueueTarget& targe
     return redis::read_delivery(plan, replies, jobs.size(), outcomes, error);
 }
 
+void RedisServerTest::SetUp()
+{
+    ASSERT_TRUE(server_.start());
+    redis::RedisStatus st = connect_url(conn_, server_.url());
+    ASSERT_TRUE(st.ok()) << st.message;
+}
+
+std::vector<redis::StagedJob> RedisServerTest::jobs_from(const std::vector<std::string>& payloads,
+                                                         std::int64_t first_id) const
+{
+    const double staged_at = now_ - 100;
+    std::vector<redis::StagedJob> jobs(payloads.size());
+    for (std::size_t i = 0; i < payloads.size(); ++i) {
+        jobs[i].id = first_id + static_cast<std::int64_t>(i);
+        jobs[i].payload = payloads[i];
+        jobs[i].staged_at = staged_at;
+        jobs[i].run_at = staged_at;
+    }
+    return jobs;
+}
+
+std::vector<redis::JobOutcome> RedisServerTest::deliver(const redis::QueueTarget& target,
+                                                        const std::vector<redis::StagedJob>& jobs)
+{
+    std::vector<redis::JobOutcome> out;
+    std::string error;
+    EXPECT_TRUE(deliver_batch(conn_, target, jobs, &out, &error, now_)) << error;
+    return out;
+}
+
 std::unique_ptr<jobbuf::redis::QueueTarget> make_target(
     std::string_view name, std::initializer_list<std::pair<const char*, const char*>> options, std::string_view queue,
     std::uint32_t salt)

@@ -1,5 +1,6 @@
-// Unit-test support: a poll()-based IoWaiter, an interrupting one, and a private redis-server
-// started on a free loopback port and a unix socket in a temporary directory.
+// Unit-test support: a poll()-based IoWaiter, an interrupting one, a private redis-server
+// started on a free loopback port and a unix socket in a temporary directory, and a test fixture
+// connected to one.
 #pragma once
 #include <sys/types.h>
 
@@ -8,6 +9,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "redis/connection.h"
 #include "redis/delivery.h"
@@ -79,5 +82,24 @@ bool deliver_batch(redis::RedisConnection& conn, const redis::QueueTarget& targe
 std::unique_ptr<jobbuf::redis::QueueTarget> make_target(
     std::string_view name, std::initializer_list<std::pair<const char*, const char*>> options = {},
     std::string_view queue = "q", std::uint32_t salt = 0);
+
+// A fixture with a private redis-server started for each test and a connection to it, and a
+// clock: `now` (epoch seconds) is when deliver() delivers, jobs_from stages jobs 100 s before.
+class RedisServerTest : public ::testing::Test {
+protected:
+    explicit RedisServerTest(double now = 1700000100.0) : now_(now) {}
+    void SetUp() override;
+
+    // One job per payload, ids from first_id on, staged and due at now - 100 s. The jobs view the
+    // payload strings.
+    std::vector<redis::StagedJob> jobs_from(const std::vector<std::string>& payloads, std::int64_t first_id) const;
+
+    // Delivers one batch at now (deliver_batch) and returns the outcomes; a test failure if it fails.
+    std::vector<redis::JobOutcome> deliver(const redis::QueueTarget& target, const std::vector<redis::StagedJob>& jobs);
+
+    const double now_;
+    RedisServer server_;
+    redis::RedisConnection conn_;
+};
 
 }  // namespace jobbuf::test
