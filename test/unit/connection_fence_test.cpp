@@ -6,10 +6,7 @@
 #include "test_support.h"
 
 using namespace jobbuf::redis;
-using jobbuf::test::command;
-using jobbuf::test::connect_url;
-using jobbuf::test::PollWaiter;
-using jobbuf::test::RedisServer;
+using namespace jobbuf::test;
 
 TEST(StaleClientIds, PicksOtherConnectionsOfTheName)
 {

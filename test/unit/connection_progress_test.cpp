@@ -10,12 +10,7 @@
 #include "throttled_relay.h"
 
 using namespace jobbuf::redis;
-using jobbuf::test::command;
-using jobbuf::test::connect_url;
-using jobbuf::test::elapsed_ms;
-using jobbuf::test::PollWaiter;
-using jobbuf::test::RedisServer;
-using jobbuf::test::ThrottledRelay;
+using namespace jobbuf::test;
 using Code = RedisStatus::Code;
 using std::chrono::milliseconds;
 

@@ -8,12 +8,7 @@
 #include "test_support.h"
 
 using namespace jobbuf::redis;
-using jobbuf::test::command;
-using jobbuf::test::connect_url;
-using jobbuf::test::elapsed_ms;
-using jobbuf::test::InterruptingWaiter;
-using jobbuf::test::PollWaiter;
-using jobbuf::test::RedisServer;
+using namespace jobbuf::test;
 using Code = RedisStatus::Code;
 
 namespace {

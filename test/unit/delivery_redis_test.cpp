@@ -6,12 +6,12 @@
 #include "test_support.h"
 
 using namespace jobbuf::redis;
-using jobbuf::test::command;
+using namespace jobbuf::test;
 using Kind = JobResult;
 
 namespace {
 
-class DeliveryRedisTest : public jobbuf::test::RedisServerTest {
+class DeliveryRedisTest : public RedisServerTest {
 protected:
     // Plans, executes and reads one batch; returns read_delivery's result.
     bool deliver(const QueueTarget& target, const std::vector<StagedJob>& jobs, std::vector<JobOutcome>* outcomes,

@@ -11,11 +11,7 @@
 #include "test_support.h"
 
 using namespace jobbuf::redis;
-using jobbuf::test::command;
-using jobbuf::test::connect_url;
-using jobbuf::test::PollWaiter;
-using jobbuf::test::RedisServer;
-using jobbuf::test::resp;
+using namespace jobbuf::test;
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include "test_support.h"
 
 using namespace jobbuf::redis;
-using jobbuf::test::resp;
+using namespace jobbuf::test;
 
 namespace {
 

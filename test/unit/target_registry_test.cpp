@@ -10,7 +10,7 @@
 #include "test_support.h"
 
 using namespace jobbuf::redis;
-using jobbuf::test::make_target;
+using namespace jobbuf::test;
 
 namespace {
 

@@ -197,6 +197,16 @@ bool deliver_batch(redis::RedisConnection& conn, const redis::QueueTarget& targe
     return redis::read_delivery(plan, replies, jobs.size(), outcomes, error);
 }
 
+void expect_first_delivered_rest_rejected(const std::vector<redis::JobOutcome>& outcomes, std::string_view error_part)
+{
+    ASSERT_FALSE(outcomes.empty());
+    EXPECT_EQ(outcomes[0].result, redis::JobResult::Delivered) << outcomes[0].error;
+    for (std::size_t i = 1; i < outcomes.size(); ++i) {
+        EXPECT_EQ(outcomes[i].result, redis::JobResult::Rejected) << i;
+        EXPECT_NE(outcomes[i].error.find(error_part), std::string::npos) << outcomes[i].error;
+    }
+}
+
 void RedisServerTest::SetUp()
 {
     ASSERT_TRUE(server_.start());

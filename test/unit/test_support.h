@@ -83,6 +83,10 @@ std::unique_ptr<jobbuf::redis::QueueTarget> make_target(
     std::string_view name, std::initializer_list<std::pair<const char*, const char*>> options = {},
     std::string_view queue = "q", std::uint32_t salt = 0);
 
+// Expects outcomes[0] Delivered and every later outcome Rejected with an error containing
+// `error_part`.
+void expect_first_delivered_rest_rejected(const std::vector<redis::JobOutcome>& outcomes, std::string_view error_part);
+
 // A fixture with a private redis-server started for each test and a connection to it, and a
 // clock: `now` (epoch seconds) is when deliver() delivers, jobs_from stages jobs 100 s before.
 class RedisServerTest : public ::testing::Test {
