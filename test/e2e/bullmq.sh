@@ -24,18 +24,10 @@ NODE_DIR=$ROOT/test/consumers/node
 
 WORKER_PIDS=()
 cleanup() {
-  for pid in "${WORKER_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${WORKER_PIDS[@]}"; do
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
+  jb_stop_pids "${WORKER_PIDS[@]}"
   jb_stop_all
 }
-jb_start_redis
-jb_start_postgres
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+jb_start_servers cleanup
 URL=redis://127.0.0.1:$JB_REDIS_PORT/0
 
 echo "# BullMQ $(node -p "require('$NODE_DIR/node_modules/bullmq/package.json').version")"
@@ -147,21 +139,10 @@ sleep 1
 RUN_LOG=$JB_RUN/digest.jsonl
 check "the group jobs are named digest_batch, carry only a group id and a jbg- id" \
   rb_log_check 'runs.size == 3 && runs.all? { |r| r["name"] == "digest_batch" && r["data"].keys == ["group_id"] && r["id"].start_with?("jbg-") }'
-GROUP_IDS=$(rb_log 'runs.map { |r| r["data"]["group_id"] }.join(" ")')
-: >"$JB_RUN/group_members.txt"
-for g in $GROUP_IDS; do
-  jb_sql "SELECT payload->>'data' FROM jobbuf_group('$g')" >>"$JB_RUN/group_members.txt"
-  jb_sql "SELECT jobbuf_complete('$g')" >/dev/null
-done
-check "jobbuf_group read 150 distinct jobs across the groups" \
-  [ "$(sort -u "$JB_RUN/group_members.txt" | grep -c .)" = 150 -a "$(grep -c . "$JB_RUN/group_members.txt")" = 150 ]
-check "jobbuf.jobs is empty after jobbuf_complete" [ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" = 0 ]
+# shellcheck disable=SC2046  # one argument a group id
+check_groups_finished data 150 $(rb_log 'runs.map { |r| r["data"]["group_id"] }.join(" ")')
 
-refused() {  # refused PAYLOAD PATTERN: staging PAYLOAD fails with an error matching PATTERN
-  local out
-  out=$(jb_psql -v ON_ERROR_STOP=1 -c "SELECT jobbuf_stage('mail', '$1')" 2>&1) && return 1
-  grep -q -- "$2" <<<"$out" && grep -q HINT <<<"$out"
-}
+refused() { refused_with_hint mail "$@"; }  # refused PAYLOAD PATTERN
 check "a payload without name is refused with a hint" refused '{"data": 1}' 'needs a string "name"'
 check "a payload without data is refused" refused '{"name": "x"}' 'needs a value "data"'
 check "a float priority is refused" refused '{"name": "x", "data": 1, "opts": {"priority": 1.5}}' '"opts.priority" must be an integer from 0 to 2097151'

@@ -21,10 +21,7 @@ cleanup() {
   jb_stop_celery || true
   jb_stop_all
 }
-jb_start_redis
-jb_start_postgres
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+jb_start_servers cleanup
 
 jb_psql -q >/dev/null <<'SQL'
 SELECT jobbuf_create_queue('tasks', 'celery');
@@ -114,21 +111,10 @@ check "jobbuf.jobs is empty for tasks" \
 
 check "the group tasks were called with a group id, routed to {jb}digest" \
   rb_log_check 'g = runs.select { |r| r["kind"] == "group" }; g.size == 3 && g.all? { |r| r["task"] == "jobbuf_e2e.group" && r["args"].size == 1 && r["routing_key"] == "{jb}digest" }'
-GROUP_IDS=$(rb_log 'runs.select { |r| r["kind"] == "group" }.map { |r| r["args"][0] }.join(" ")')
-: >"$JB_RUN/group_members.txt"
-for g in $GROUP_IDS; do
-  jb_sql "SELECT payload->>'args' FROM jobbuf_group('$g')" >>"$JB_RUN/group_members.txt"
-  jb_sql "SELECT jobbuf_complete('$g')" >/dev/null
-done
-check "jobbuf_group read 150 distinct jobs across the groups" \
-  [ "$(sort -u "$JB_RUN/group_members.txt" | grep -c .)" = 150 -a "$(grep -c . "$JB_RUN/group_members.txt")" = 150 ]
-check "jobbuf.jobs is empty after jobbuf_complete" [ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" = 0 ]
+# shellcheck disable=SC2046  # one argument a group id
+check_groups_finished args 150 $(rb_log 'runs.select { |r| r["kind"] == "group" }.map { |r| r["args"][0] }.join(" ")')
 
-refused() {  # refused PAYLOAD PATTERN: staging PAYLOAD fails with an error matching PATTERN
-  local out
-  out=$(jb_psql -v ON_ERROR_STOP=1 -c "SELECT jobbuf_stage('tasks', '$1')" 2>&1) && return 1
-  grep -q -- "$2" <<<"$out" && grep -q HINT <<<"$out"
-}
+refused() { refused_with_hint tasks "$@"; }  # refused PAYLOAD PATTERN
 check "a payload without task is refused with a hint" refused '{"args": []}' 'needs a string "task"'
 check "args that are not an array are refused" refused '{"task": "t", "args": {}}' '"args" must be an array'
 check "kwargs that are not an object are refused" refused '{"task": "t", "kwargs": []}' '"kwargs" must be an object'

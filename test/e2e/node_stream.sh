@@ -17,22 +17,12 @@ bash test/consumers/install.sh
 
 NODE_PIDS=()
 cleanup() {
-  for pid in "${NODE_PIDS[@]}"; do
-    kill -TERM "$pid" 2>/dev/null || true
-  done
-  for pid in "${NODE_PIDS[@]}"; do
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
+  jb_stop_pids "${NODE_PIDS[@]}"
   jb_stop_all
 }
 
 # Small stream nodes, so that MAXLEN ~ trims close to the asked length.
-jb_start_redis --stream-node-max-entries 10
-jb_start_postgres
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+jb_start_servers cleanup --stream-node-max-entries 10
 
 jb_psql -q >/dev/null <<'SQL'
 SELECT jobbuf_create_queue('events', 'stream');

@@ -29,10 +29,7 @@ cleanup() {
   jb_stop_all
 }
 
-jb_start_redis
-jb_start_postgres
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+jb_start_servers cleanup
 
 jb_psql -q >/dev/null <<'SQL'
 SELECT jobbuf_create_queue('peek', 'sidekiq');

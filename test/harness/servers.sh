@@ -5,6 +5,8 @@
 #   jb_start_redis            # JB_REDIS_PORT, JB_REDIS_PID, jb_redis (redis-cli wrapper)
 #   jb_start_postgres [conf]  # JB_PGPORT, JB_PGHOST, jb_psql (psql wrapper), database jobbuf_test
 #   jb_stop_all               # also run automatically on EXIT
+#   jb_start_servers CLEANUP [redis options]  # both, with CLEANUP trapped on EXIT
+#   jb_stop_pids PID...       # stops background processes a script started (consumers, workers)
 #
 # initdb refuses to run as root, so the cluster runs as the postgres user (CI runs as root).
 
@@ -138,6 +140,30 @@ jb_stop_all() {
   if [ -n "${JB_RUN:-}" ] && [ -z "${JB_KEEP:-}" ]; then
     rm -rf "$JB_RUN"
   fi
+}
+
+# jb_start_servers CLEANUP [redis-server options...]: jb_start_redis and jb_start_postgres, then
+# CLEANUP (a command that ends with jb_stop_all) runs on EXIT, and SIGINT / SIGTERM exit 130.
+jb_start_servers() {
+  local cleanup=$1
+  shift
+  jb_start_redis "$@"
+  jb_start_postgres
+  # shellcheck disable=SC2064  # the command named now, run at exit
+  trap "$cleanup" EXIT
+  trap 'exit 130' INT TERM
+}
+
+# jb_stop_pids PID...: asks each process to stop (SIGTERM), gives each 5 s, then kills it; reaps
+# them all.
+jb_stop_pids() {
+  local pid
+  for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "$@"; do
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
 }
 
 # jb_wait_until "<shell condition>" [timeout seconds, fractions allowed]: polls every 20 ms.
