@@ -34,6 +34,25 @@ URL=redis://127.0.0.1:$JB_REDIS_PORT/0
 
 lines_in() { cat "$@" 2>/dev/null | wc -l; }
 
+# rerun_report N ID_FIELD PAYLOAD_FIELD HELD_FILE RUN_LOG...: over the framework worker's run logs
+# (JSON lines, a missing one is empty), prints "lost reruns rerun_jobs unexplained": how many of
+# the N committed jobs never ran (distinct PAYLOAD_FIELD values), executions beyond the first of
+# an ID_FIELD, how many ids ran more than once, and how many of those are not in HELD_FILE (one
+# id a line: the jobs the killed worker held).
+rerun_report() {
+  ruby -rjson -e '
+    n, id_field, payload_field, held_file = ARGV.shift(4)
+    n = Integer(n)
+    runs = ARGV.flat_map { |f| File.exist?(f) ? File.readlines(f).map { |l| JSON.parse(l) } : [] }
+    held = File.readlines(held_file, chomp: true).reject(&:empty?)
+    ids = runs.map { |r| r[id_field] }
+    counts = ids.tally
+    rerun = counts.select { |_, c| c > 1 }.keys
+    distinct_payloads = runs.map { |r| r[payload_field] }.uniq.size
+    puts [n - distinct_payloads, ids.size - counts.size, rerun.size, (rerun - held).size].join(" ")
+  ' "$@"
+}
+
 # stage QUEUE PAYLOAD_SQL: N jobs in N_TX transactions with the queue paused; PAYLOAD_SQL may use g.
 stage() {
   jb_sql "SELECT jobbuf_pause('$1')" >/dev/null
@@ -93,16 +112,7 @@ expect_ok() { if jb_wait_until "$2" "$3"; then pass "$1"; else fail "$1"; fi; }
 expect_ok "bq: jobbuf.jobs empty" '[ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = '"'bq'"'")" = 0 ]' 60
 expect_ok "bq: BullMQ completed all $N jobs" '[ "$(jb_redis ZCARD bull:bq:completed)" = '"$N"' ]' 60
 
-report=$(ruby -rjson -e '
-  runs = ARGV[0..1].flat_map { |f| File.exist?(f) ? File.readlines(f).map { |l| JSON.parse(l) } : [] }
-  held = File.readlines(ARGV[2], chomp: true).reject(&:empty?)
-  ids = runs.map { |r| r["id"] }
-  counts = ids.tally
-  rerun = counts.select { |_, c| c > 1 }.keys
-  n = Integer(ARGV[3])
-  distinct_jobs = runs.map { |r| r["data"] }.uniq.size
-  puts [n - distinct_jobs, ids.size - counts.size, rerun.size, (rerun - held).size].join(" ")
-' "$JB_RUN/bq.1.jsonl" "$JB_RUN/bq.2.jsonl" "$JB_RUN/bq.active_at_kill" "$N")
+report=$(rerun_report "$N" id data "$JB_RUN/bq.active_at_kill" "$JB_RUN/bq.1.jsonl" "$JB_RUN/bq.2.jsonl")
 read -r lost reruns rerun_jobs unexplained <<<"$report"
 say "bq: lost $lost; re-executions by BullMQ's stalled-job recovery $reruns (of $rerun_jobs jobs active at the kill)"
 expect_eq "bq: lost 0 (every committed job ran)" "$lost" 0
@@ -140,17 +150,9 @@ expect_ok "cq: jobbuf.jobs empty" '[ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs
 expect_ok "cq: every committed task ran" \
   '[ "$(cat "$JB_RUN"/cq.*.jsonl | ruby -rjson -e "puts STDIN.readlines.map { |l| JSON.parse(l)[\"task_id\"] }.uniq.size")" = '"$N"' ]' 90
 sleep 2
-report=$(ruby -rjson -e '
-  runs = ARGV[0..1].flat_map { |f| File.exist?(f) ? File.readlines(f).map { |l| JSON.parse(l) } : [] }
-  # delivery tags are <salt>-6a62-8100-<id>: the same id as the task id <salt>-6a62-8000-<id>
-  held = File.readlines(ARGV[2], chomp: true).reject(&:empty?).map { |t| t.sub("-6a62-8100-", "-6a62-8000-") }
-  ids = runs.map { |r| r["task_id"] }
-  counts = ids.tally
-  rerun = counts.select { |_, c| c > 1 }.keys
-  n = Integer(ARGV[3])
-  distinct_args = runs.map { |r| r["args"] }.uniq.size
-  puts [n - distinct_args, ids.size - counts.size, rerun.size, (rerun - held).size].join(" ")
-' "$JB_RUN/cq.1.jsonl" "$JB_RUN/cq.2.jsonl" "$JB_RUN/cq.unacked_at_kill" "$N")
+# Delivery tags are <salt>-6a62-8100-<id>: the same id as the task id <salt>-6a62-8000-<id>.
+sed 's/-6a62-8100-/-6a62-8000-/' "$JB_RUN/cq.unacked_at_kill" >"$JB_RUN/cq.held_task_ids"
+report=$(rerun_report "$N" task_id args "$JB_RUN/cq.held_task_ids" "$JB_RUN/cq.1.jsonl" "$JB_RUN/cq.2.jsonl")
 read -r lost reruns rerun_jobs unexplained <<<"$report"
 say "cq: lost $lost; re-executions by Celery's redelivery of unacknowledged messages $reruns (of $rerun_jobs tasks)"
 expect_eq "cq: lost 0 (every committed task ran)" "$lost" 0
