@@ -94,19 +94,19 @@ jb_psql_db app1 -q -c "CALL stage_until_stopped()" &
 stager=$!
 check "the stager runs and its jobs arrive" jb_wait_until '[ "$(llen app1 live)" -ge 20 ]' 15
 
-t0=$(now_ms)
-if timeout 30 psql -X -q -h "$JB_PGHOST" -p "$JB_PGPORT" -U postgres -d app2 -c "DROP EXTENSION jobbuf"; then
-  pass "DROP EXTENSION in app2 succeeds ($(( $(now_ms) - t0 )) ms)"
-else
-  fail "DROP EXTENSION in app2 failed or hung"
-fi
+# expect_succeeds_in DB "SQL" WHAT: SQL run in DB as postgres succeeds (passes WHAT with the time
+# it took); fails WHAT when it fails or hangs (30 s).
+expect_succeeds_in() {
+  local t0; t0=$(now_ms)
+  if timeout 30 psql -X -q -h "$JB_PGHOST" -p "$JB_PGPORT" -U postgres -d "$1" -c "$2"; then
+    pass "$3 succeeds ($(( $(now_ms) - t0 )) ms)"
+  else
+    fail "$3 failed or hung"
+  fi
+}
+expect_succeeds_in app2 "DROP EXTENSION jobbuf" "DROP EXTENSION in app2"
 check "app2's worker stops" jb_wait_until '[ -z "$(status_of app2 pid)" ]' 10
-t0=$(now_ms)
-if timeout 30 psql -X -q -h "$JB_PGHOST" -p "$JB_PGPORT" -U postgres -d postgres -c "DROP DATABASE app3"; then
-  pass "DROP DATABASE app3 succeeds ($(( $(now_ms) - t0 )) ms)"
-else
-  fail "DROP DATABASE app3 failed or hung"
-fi
+expect_succeeds_in postgres "DROP DATABASE app3" "DROP DATABASE app3"
 check "app3's worker is gone from jobbuf_worker_status()" jb_wait_until '[ -z "$(status_of app3 database)" ]' 15
 expect_eq "the stager is still running" "$(kill -0 $stager 2>/dev/null && echo yes)" yes
 sql app1 "UPDATE stager_control SET stop = true" >/dev/null
