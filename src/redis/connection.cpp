@@ -13,6 +13,7 @@
 #include <hiredis/read.h>
 
 #include "redis/connection.h"
+#include "redis/free_with.h"
 
 namespace jobbuf::redis {
 namespace {
@@ -20,10 +21,6 @@ namespace {
 using Code = RedisStatus::Code;
 
 constexpr std::size_t kReadChunk = 256 * 1024;
-
-struct ReplyFree {
-    void operator()(redisReply* r) const { freeReplyObject(r); }
-};
 
 bool convert_reply(const redisReply* in, RedisReply* out)
 {
@@ -66,7 +63,7 @@ RedisStatus take_replies(redisReader* reader, std::size_t count, std::vector<Red
         if (redisReaderGetReply(reader, &raw) != REDIS_OK)
             return io_failure(Code::ProtocolError, "unparsable reply from Redis", reader->errstr);
         if (raw == nullptr) break;
-        std::unique_ptr<redisReply, ReplyFree> reply(static_cast<redisReply*>(raw));
+        std::unique_ptr<redisReply, FreeWith<freeReplyObject>> reply(static_cast<redisReply*>(raw));
         replies->emplace_back();
         if (!convert_reply(reply.get(), &replies->back()))
             return io_failure(Code::ProtocolError, "unexpected reply type from Redis");

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "redis/drain_session.h"
+#include "redis/free_with.h"
 #include "redis/net/sentinel_locator.h"
 #include "test_support.h"
 
@@ -14,10 +15,6 @@ using namespace jobbuf::redis;
 using namespace jobbuf::test;
 
 namespace {
-
-struct SessionFree {
-    void operator()(DrainSession* s) const { drain_session_destroy(s); }
-};
 
 class MinReplicasTest : public ::testing::Test {
 protected:
@@ -77,7 +74,7 @@ protected:
 
     RedisServer master_, replica_;
     PollWaiter waiter_;
-    std::unique_ptr<DrainSession, SessionFree> session_{drain_session_create()};
+    std::unique_ptr<DrainSession, FreeWith<drain_session_destroy>> session_{drain_session_create()};
     std::vector<std::string> payloads_;
     std::string last_message_;
 };

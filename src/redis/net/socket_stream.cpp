@@ -18,6 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "redis/free_with.h"
 #include "redis/net/socket_stream.h"
 
 namespace jobbuf::redis {
@@ -68,10 +69,6 @@ RedisStatus connect_unix(const RedisEndpoint& ep, const IoDeadline& dl, IoWaiter
     return st;
 }
 
-struct AddrInfoFree {
-    void operator()(addrinfo* ai) const { freeaddrinfo(ai); }
-};
-
 RedisStatus connect_tcp(const RedisEndpoint& ep, const IoDeadline& dl, IoWaiter& waiter, int* out_fd)
 {
     char port[8];
@@ -91,7 +88,7 @@ RedisStatus connect_tcp(const RedisEndpoint& ep, const IoDeadline& dl, IoWaiter&
         std::string why = rc == EAI_SYSTEM ? errno_text(errno) : std::string(gai_strerror(rc));
         return io_failure(Code::ConnectFailed, ("cannot resolve " + where).c_str(), why);
     }
-    std::unique_ptr<addrinfo, AddrInfoFree> owner(list);
+    std::unique_ptr<addrinfo, FreeWith<freeaddrinfo>> owner(list);
 
     std::string last_error = "no address";
     for (addrinfo* ai = list; ai != nullptr; ai = ai->ai_next) {

@@ -26,6 +26,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "redis/free_with.h"
 #include "redis/net/socket_stream.h"
 #include "redis/net/tls_stream.h"
 
@@ -38,12 +39,8 @@ using Code = RedisStatus::Code;
 // as one record per command.
 constexpr std::size_t kWriteChunk = 64 * 1024;
 
-struct SslCtxFree {
-    void operator()(SSL_CTX* ctx) const { SSL_CTX_free(ctx); }
-};
-struct SslFree {
-    void operator()(SSL* ssl) const { SSL_free(ssl); }
-};
+using SslCtxPtr = std::unique_ptr<SSL_CTX, FreeWith<SSL_CTX_free>>;
+using SslPtr = std::unique_ptr<SSL, FreeWith<SSL_free>>;
 
 // The reason of the thread's last OpenSSL error, and the queue cleared.
 std::string openssl_reason()
@@ -247,9 +244,9 @@ RedisStatus file_failure(const char* setting, const std::string& path)
 }
 
 // The context for one connection: trust, verification and client certificate as configured.
-RedisStatus make_context(const TlsOptions& opts, std::unique_ptr<SSL_CTX, SslCtxFree>* out)
+RedisStatus make_context(const TlsOptions& opts, SslCtxPtr* out)
 {
-    std::unique_ptr<SSL_CTX, SslCtxFree> ctx(SSL_CTX_new(TLS_client_method()));
+    SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
     if (!ctx) return io_failure(Code::ConnectFailed, "cannot create a TLS context", openssl_reason());
     SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
     SSL_CTX_set_default_passwd_cb(ctx.get(), no_passphrase);
@@ -342,10 +339,10 @@ RedisStatus handshake(SSL* ssl, int fd, const RedisEndpoint& ep, const IoDeadlin
 RedisStatus open_over_socket(const RedisEndpoint& ep, int fd, const IoDeadline& dl, IoWaiter& waiter,
                              std::unique_ptr<ByteStream>* stream)
 {
-    std::unique_ptr<SSL_CTX, SslCtxFree> ctx;
+    SslCtxPtr ctx;
     RedisStatus st = make_context(ep.tls_options, &ctx);
     if (!st.ok()) return st;
-    std::unique_ptr<SSL, SslFree> ssl(SSL_new(ctx.get()));
+    SslPtr ssl(SSL_new(ctx.get()));
     BIO_METHOD* method = nosignal_socket_method();
     BIO* bio = method != nullptr ? BIO_new(method) : nullptr;
     if (!ssl || bio == nullptr) {
