@@ -3,6 +3,7 @@
 // only fixed words (and the scheme), so a mistyped URL cannot leak a secret into a log.
 #include "redis/regime.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <string>
@@ -102,6 +103,12 @@ bool is_ipv6_char(char c)
            c == ':' || c == '.';
 }
 
+// Every character of text passes is_char (true for an empty text).
+bool all_chars(std::string_view text, bool (*is_char)(char))
+{
+    return std::all_of(text.begin(), text.end(), is_char);
+}
+
 // "[user]:password" (both percent-decoded). A user needs a password.
 bool parse_userinfo(std::string_view info, RedisEndpoint* ep, std::string* error)
 {
@@ -136,26 +143,16 @@ bool parse_host_part(std::string_view rest, RedisEndpoint* ep, std::string* erro
         std::string_view v6 = rest.substr(1, close - 1);
         std::size_t zone = v6.find('%');
         std::string_view addr = v6.substr(0, zone);
-        if (addr.empty() || addr.find(':') == std::string_view::npos) {
+        if (addr.empty() || addr.find(':') == std::string_view::npos || !all_chars(addr, is_ipv6_char)) {
             *error = "invalid IPv6 address in Redis URL";
             return false;
         }
-        for (char c : addr)
-            if (!is_ipv6_char(c)) {
-                *error = "invalid IPv6 address in Redis URL";
-                return false;
-            }
         if (zone != std::string_view::npos) {
             std::string_view z = v6.substr(zone + 1);
-            if (z.empty()) {
+            if (z.empty() || !all_chars(z, is_host_char)) {
                 *error = "invalid IPv6 zone in Redis URL";
                 return false;
             }
-            for (char c : z)
-                if (!is_host_char(c)) {
-                    *error = "invalid IPv6 zone in Redis URL";
-                    return false;
-                }
         }
         ep->host.assign(addr);
         if (zone != std::string_view::npos) {
@@ -236,11 +233,10 @@ bool parse_sentinel(std::string_view rest, RedisEndpoint* ep, std::string* error
         *error = "Redis Sentinel URL must name the master: redis+sentinel://host[:port][,host[:port]...]/master[/db]";
         return false;
     }
-    for (char c : name)
-        if (!is_host_char(c)) {
-            *error = "invalid master name in Redis Sentinel URL (letters, digits, '-', '.', '_')";
-            return false;
-        }
+    if (!all_chars(name, is_host_char)) {
+        *error = "invalid master name in Redis Sentinel URL (letters, digits, '-', '.', '_')";
+        return false;
+    }
     ep->master_name.assign(name);
     ep->host.clear();
     ep->port = 0;
