@@ -105,11 +105,7 @@ public:
     void append_group_payload(std::string_view group_id, const std::int64_t*, std::size_t,
                               std::string* out) const override
     {
-        out->append("{\"data\": {\"group_id\": \"");
-        out->append(group_id);  // a uuid's text: nothing to escape
-        out->append("\"}, \"name\": ");
-        append_json_string(group_name_, out);
-        out->push_back('}');
+        append_named_group_payload("data", "{\"group_id\": ", "}", "name", group_name_, group_id, out);
     }
 
 private:

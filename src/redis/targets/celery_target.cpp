@@ -99,11 +99,7 @@ public:
     void append_group_payload(std::string_view group_id, const std::int64_t*, std::size_t,
                               std::string* out) const override
     {
-        out->append("{\"args\": [\"");
-        out->append(group_id);  // a uuid's text: nothing to escape
-        out->append("\"], \"task\": ");
-        append_json_string(group_task_, out);
-        out->push_back('}');
+        append_named_group_payload("args", "[", "]", "task", group_task_, group_id, out);
     }
 
 private:

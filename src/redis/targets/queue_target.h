@@ -48,6 +48,12 @@ public:
 // goes to dead letters like any job Redis refused, without taking the rest of the batch along.
 void plan_refusal(std::size_t job, std::string_view why, DeliveryPlan* plan);
 
+// The group message of a target that hands the group id to a named job, as jsonb prints it:
+// {"<id_key>": <open>"<group id>"<close>, "<name_key>": "<name>"} (id_key sorts before name_key).
+void append_named_group_payload(std::string_view id_key, std::string_view open, std::string_view close,
+                                std::string_view name_key, std::string_view name, std::string_view group_id,
+                                std::string* out);
+
 // What a target is made from: its queue's name and options, and the installation's salt for
 // identifiers derived from job ids (Sidekiq's jid).
 struct TargetSetup {

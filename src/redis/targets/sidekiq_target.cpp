@@ -87,11 +87,7 @@ public:
     void append_group_payload(std::string_view group_id, const std::int64_t*, std::size_t,
                               std::string* out) const override
     {
-        out->append("{\"args\": [\"");
-        out->append(group_id);  // a uuid's text: nothing to escape
-        out->append("\"], \"class\": ");
-        append_json_string(options_.group_class, out);
-        out->push_back('}');
+        append_named_group_payload("args", "[", "]", "class", options_.group_class, group_id, out);
     }
 
 private:

@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "redis/json_text.h"
 #include "redis/targets/target_registry.h"
 
 namespace jobbuf::redis {
@@ -79,6 +80,17 @@ const PayloadShape* payload_shape_of(std::string_view name) noexcept
     for (const RegisteredTarget& target : kTargets)
         if (target.name == name) return target.payload;
     return nullptr;
+}
+
+void append_named_group_payload(std::string_view id_key, std::string_view open, std::string_view close,
+                                std::string_view name_key, std::string_view name, std::string_view group_id,
+                                std::string* out)
+{
+    out->append("{\"").append(id_key).append("\": ").append(open).append("\"");
+    out->append(group_id);  // a uuid's text: nothing to escape
+    out->append("\"").append(close).append(", \"").append(name_key).append("\": ");
+    append_json_string(name, out);
+    out->push_back('}');
 }
 
 std::unique_ptr<QueueTarget> make_queue_target(std::string_view name, const TargetSetup& setup, std::string* error)
