@@ -171,6 +171,16 @@ SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": 1, "opts": {"attempts": -
 SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": 1, "opts": {"backoff": "fast"}}'::jsonb);
 SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": 1, "opts": {"backoff": {"delay": 5}}}'::jsonb);
 SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": 1, "opts": {"removeOnFail": "yes"}}'::jsonb);
+-- What BullMQ's Worker cannot run: an unknown backoff type, removeOn* members that are not integers.
+SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": 1, "opts": {"backoff": {"type": "nonesuch"}}}'::jsonb);
+SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": 1, "opts": {"backoff": {"type": "fixed", "delay": 5, "x": 1}}}'::jsonb);
+SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": 1, "opts": {"removeOnComplete": {"age": "abc"}}}'::jsonb);
+SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": 1, "opts": {"removeOnFail": {"count": "x"}}}'::jsonb);
+SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": 1, "opts": {"removeOnFail": {"keep": 1}}}'::jsonb);
+-- No Redis format carries an infinite time.
+SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": 1}'::jsonb, run_at => 'infinity');
+INSERT INTO jobbuf.jobs (queue, payload, run_at) VALUES ('v_bullmq', '{"name": "n", "data": 1}', '-infinity');
+INSERT INTO jobbuf.jobs (queue, payload, staged_at) VALUES ('v_bullmq', '{"name": "n", "data": 1}', 'infinity');
 SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": null}'::jsonb) IS NOT NULL AS staged;
 SELECT jobbuf_stage('v_bullmq', '{"name": "n", "data": [1], "opts": {"priority": 2097151, "attempts": 3,
   "backoff": {"type": "exponential", "delay": 100}, "removeOnComplete": true, "removeOnFail": {"age": 60}}}'::jsonb) IS NOT NULL AS staged;

@@ -117,8 +117,9 @@ RedisStatus round_trip(ByteStream& stream, redisReader* reader, const CommandBat
                 break;
             }
             if (io.state != StreamIo::State::Moved)
-                return explain_closed_connection(stream, reader, count, replies,
-                                                 io_failure(Code::IoError, io.error.c_str()));
+                return explain_closed_connection(
+                    stream, reader, count, replies,
+                    io_failure(Code::IoError, io.error.empty() ? "Redis closed the connection" : io.error.c_str()));
             moved = true;
             std::size_t sent = io.bytes;
             while (piece < pieces.size() && sent >= pieces[piece].size() - off) {

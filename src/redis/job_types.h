@@ -44,6 +44,14 @@ struct TargetOption {
     const char* value;
 };
 
+// A job time as the encoders may use it: within [1970, 9999], whatever the row holds (staging
+// refuses 'infinity', but rows restored or inserted with triggers off may still carry it).
+constexpr double kLatestEpochSeconds = 253402300799.0;  // 9999-12-31T23:59:59Z
+inline double bounded_epoch_seconds(double seconds)
+{
+    return seconds > kLatestEpochSeconds ? kLatestEpochSeconds : seconds >= 0 ? seconds : 0;
+}
+
 // What a target needs of each staged payload, checked in the producer's transaction
 // (src/staging/job_validation.cpp): the payload is an object whose keys named here have one of
 // the JSON types their rule allows, and the required ones are present. Defined with the target
@@ -76,6 +84,8 @@ struct PayloadRule {
     const char* hint;  // the error's hint when the key is missing or of another type
     long long integer_max = 9007199254740991;  // JsonKind::Integer: the largest value allowed
     const PayloadShape* members = nullptr;     // an object value's own shape, checked in turn
+    const char* const* strings = nullptr;      // JsonKind::String: the values allowed (ends with
+                                               // nullptr); nullptr: any string
 };
 
 struct PayloadShape {

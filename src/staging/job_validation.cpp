@@ -2,6 +2,10 @@
 #include "pg_includes.h"
 
 #include "staging/job_validation.h"
+
+extern "C" {
+#include "utils/timestamp.h"
+}
 #include "redis/target_handle.h"
 
 extern "C" {
@@ -24,6 +28,17 @@ static bool is_small_integer(const JsonbValue* value, long long max)
     return strtoll(text, nullptr, 10) <= max;
 }
 
+static bool is_allowed_string(const JsonbValue* value, const char* const* strings)
+{
+    if (strings == nullptr)
+        return true;
+    for (; *strings != nullptr; strings++)
+        if (strlen(*strings) == static_cast<size_t>(value->val.string.len) &&
+            memcmp(*strings, value->val.string.val, value->val.string.len) == 0)
+            return true;
+    return false;
+}
+
 static bool is_of_kind(const JsonbValue* value, const PayloadRule& rule)
 {
     JsonKind kinds = rule.kind;
@@ -31,7 +46,7 @@ static bool is_of_kind(const JsonbValue* value, const PayloadRule& rule)
         return true;
     switch (value->type) {
     case jbvString:
-        return allows(kinds, JsonKind::String);
+        return allows(kinds, JsonKind::String) && is_allowed_string(value, rule.strings);
     case jbvBool:
         return allows(kinds, JsonKind::Boolean);
     case jbvNumeric:
@@ -45,6 +60,16 @@ static bool is_of_kind(const JsonbValue* value, const PayloadRule& rule)
 }
 
 // "a string", "an integer from 0 to 10 or an object", ...
+// A rule with allowed strings, for a key that is present: the strings ("fixed" or "exponential").
+static const char* strings_phrase(const PayloadRule& rule)
+{
+    StringInfoData phrase;
+    initStringInfo(&phrase);
+    for (const char* const* s = rule.strings; *s != nullptr; s++)
+        appendStringInfo(&phrase, "%s\"%s\"", s == rule.strings ? "" : " or ", *s);
+    return phrase.data;
+}
+
 static const char* kind_phrase(const PayloadRule& rule)
 {
     static const struct {
@@ -75,7 +100,7 @@ static void refuse_payload(const char* queue, const char* target, const char* pa
 {
     ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                     present ? errmsg("jobbuf: in a job for %s queue \"%s\", \"%s%s\" must be %s", target, queue, path,
-                                     rule.key, kind_phrase(rule))
+                                     rule.key, rule.strings != nullptr ? strings_phrase(rule) : kind_phrase(rule))
                             : errmsg("jobbuf: a job for %s queue \"%s\" needs %s \"%s%s\"", target, queue,
                                      kind_phrase(rule), path, rule.key),
                     errhint("%s", rule.hint)));
@@ -115,7 +140,7 @@ static void check_shape(const char* queue, const char* target, const char* path,
                                 ? getKeyJsonValueFromContainer(object, rule.key, strlen(rule.key), &value)
                                 : nullptr;
         if (found == nullptr ? rule.required : !is_of_kind(found, rule))
-            refuse_payload(queue, target, path, rule, found != nullptr && !rule.required);
+            refuse_payload(queue, target, path, rule, found != nullptr && (!rule.required || rule.strings != nullptr));
         if (found != nullptr && rule.members != nullptr && found->type == jbvBinary &&
             JsonContainerIsObject(found->val.binary.data))
             check_shape(queue, target, psprintf("%s%s.", path, rule.key), *rule.members, found->val.binary.data);
@@ -135,6 +160,14 @@ QueueTraits staged_job_queue(const char* queue)
                         errmsg("jobbuf: unknown queue \"%s\"", queue),
                         errhint("Create it first with jobbuf_create_queue('%s', target, options).", queue)));
     return traits;
+}
+
+void check_staged_time(const char* queue, const char* column, Datum timestamp)
+{
+    if (TIMESTAMP_NOT_FINITE(DatumGetTimestampTz(timestamp)))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("jobbuf: %s of a job for queue \"%s\" must be a finite time", column, queue),
+                        errhint("Use a time in the future for a job that should wait, or NULL for now.")));
 }
 
 void check_staged_payload(const char* queue, const QueueTraits& traits, Jsonb* payload)

@@ -13,5 +13,9 @@ extern "C" {
 // The traits of the queue a job names; ERROR when the name is NULL (nullptr) or unknown.
 QueueTraits staged_job_queue(const char* queue);
 
+// ERROR when a job's run_at or staged_at (column) is 'infinity' or '-infinity': no Redis format
+// carries it (a Sidekiq score or a BullMQ delay would be garbage).
+void check_staged_time(const char* queue, const char* column, Datum timestamp);
+
 // ERROR when the payload is NULL (nullptr) or cannot be carried by the queue's target.
 void check_staged_payload(const char* queue, const QueueTraits& traits, Jsonb* payload);

@@ -81,6 +81,8 @@ Datum stage(FunctionCallInfo fcinfo, Datum payload, bool payload_null)
     QueueTraits traits = staged_job_queue(queue_name);
     check_staged_payload(queue_name, traits, payload_null ? nullptr : DatumGetJsonbP(payload));
     Datum run_at = PG_NARGS() > 2 && !PG_ARGISNULL(2) ? PG_GETARG_DATUM(2) : (Datum) 0;
+    if (PG_NARGS() > 2 && !PG_ARGISNULL(2))
+        check_staged_time(queue_name, "run_at", run_at);
     Datum partition_key = PG_NARGS() > 4 && !PG_ARGISNULL(4) ? PG_GETARG_DATUM(4) : (Datum) 0;
     int64 id = job_inserter_insert(inserter, queue, queue_name, payload,
                                    PG_NARGS() > 2 && !PG_ARGISNULL(2) ? &run_at : nullptr,

@@ -45,8 +45,12 @@ JOBBUF_SQL_FUNCTION(jobbuf_staged_job_trigger)
 
     // An explicit NULL run_at or staged_at (ORMs send every column) means "now".
     bool run_at_null = false, staged_at_null = false;
-    (void) heap_getattr(row, run_at_column, desc, &run_at_null);
-    (void) heap_getattr(row, staged_at_column, desc, &staged_at_null);
+    Datum run_at = heap_getattr(row, run_at_column, desc, &run_at_null);
+    Datum staged_at = heap_getattr(row, staged_at_column, desc, &staged_at_null);
+    if (!run_at_null)
+        check_staged_time(queue, "run_at", run_at);
+    if (!staged_at_null)
+        check_staged_time(queue, "staged_at", staged_at);
     if (run_at_null || staged_at_null) {
         int natts = desc->natts;
         Datum* values = static_cast<Datum*>(palloc0(sizeof(Datum) * natts));

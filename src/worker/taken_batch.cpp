@@ -63,8 +63,8 @@ bool receive_row(TupleTableSlot* slot, DestReceiver* self)
     } else {
         job->known_too_large = len;
     }
-    job->staged_at = DatumGetFloat8(v[2]);
-    job->run_at = DatumGetFloat8(v[3]);
+    job->staged_at = jobbuf::redis::bounded_epoch_seconds(DatumGetFloat8(v[2]));
+    job->run_at = jobbuf::redis::bounded_epoch_seconds(DatumGetFloat8(v[3]));
     job->payload_has_probed_key = DatumGetBool(v[4]);
     taken_batch_keep_record(batch, i, v[5], NullableDatum{v[6], isnull[6]}, NullableDatum{v[7], isnull[7]}, v[8], v[9]);
 

@@ -185,21 +185,33 @@ private:
 
 const char kOptsHint[] =
     "BullMQ job options jobbuf carries: {\"priority\": 0-2097151, \"attempts\": n, \"backoff\": ms or "
-    "{\"type\": \"exponential\", \"delay\": ms}, \"removeOnComplete\": true|n|{\"age\", \"count\"}, "
+    "{\"type\": \"fixed\"|\"exponential\", \"delay\": ms}, \"removeOnComplete\": true|n|{\"age\", \"count\", \"limit\"}, "
     "\"removeOnFail\": ...}; a delay comes from the job's run_at, its id from jobbuf.";
 
+// BullMQ's Worker fails (and leaves the job active) on a backoff type it does not know, and its
+// scripts do arithmetic on the removeOn* members: only what it can carry is staged.
+constexpr const char* kBackoffTypes[] = {"fixed", "exponential", nullptr};
 const PayloadRule kBackoffRules[] = {
-    {"type", JsonKind::String, true, kOptsHint},
+    {"type", JsonKind::String, true, kOptsHint, 9007199254740991, nullptr, kBackoffTypes},
     {"delay", JsonKind::Integer, false, kOptsHint},
 };
-const PayloadShape kBackoffShape{kBackoffRules, sizeof kBackoffRules / sizeof kBackoffRules[0]};
+const PayloadShape kBackoffShape{kBackoffRules, sizeof kBackoffRules / sizeof kBackoffRules[0], true, kOptsHint};
+
+const PayloadRule kKeepJobsRules[] = {
+    {"age", JsonKind::Integer, false, kOptsHint},
+    {"count", JsonKind::Integer, false, kOptsHint},
+    {"limit", JsonKind::Integer, false, kOptsHint},
+};
+const PayloadShape kKeepJobsShape{kKeepJobsRules, sizeof kKeepJobsRules / sizeof kKeepJobsRules[0], true, kOptsHint};
 
 const PayloadRule kOptsRules[] = {
     {"priority", JsonKind::Integer, false, kOptsHint, kMaxPriority},
     {"attempts", JsonKind::Integer, false, kOptsHint},
     {"backoff", JsonKind::Integer | JsonKind::Object, false, kOptsHint, 9007199254740991, &kBackoffShape},
-    {"removeOnComplete", JsonKind::Boolean | JsonKind::Integer | JsonKind::Object, false, kOptsHint},
-    {"removeOnFail", JsonKind::Boolean | JsonKind::Integer | JsonKind::Object, false, kOptsHint},
+    {"removeOnComplete", JsonKind::Boolean | JsonKind::Integer | JsonKind::Object, false, kOptsHint, 9007199254740991,
+     &kKeepJobsShape},
+    {"removeOnFail", JsonKind::Boolean | JsonKind::Integer | JsonKind::Object, false, kOptsHint, 9007199254740991,
+     &kKeepJobsShape},
 };
 const PayloadShape kOptsShape{kOptsRules, sizeof kOptsRules / sizeof kOptsRules[0], true, kOptsHint};
 
