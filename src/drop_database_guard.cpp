@@ -21,6 +21,7 @@
 #include "shared_state.h"
 
 extern "C" {
+#include "commands/extension.h"
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "catalog/pg_database.h"
@@ -91,11 +92,12 @@ void guard_process_utility(PlannedStmt* pstmt, const char* query_string, bool re
                            QueryEnvironment* query_env, DestReceiver* dest, QueryCompletion* qc)
 {
     Node* statement = pstmt->utilityStmt;
+    const bool jobbuf_existed = creates_jobbuf(statement) && OidIsValid(get_extension_oid("jobbuf", true));
     const char* dbname = IsA(statement, DropdbStmt) ? castNode(DropdbStmt, statement)->dbname : nullptr;
     JobbufSharedState* slot = dbname != nullptr ? drain_slot_of_database(get_database_oid(dbname, true)) : nullptr;
     if (slot == nullptr || !drop_would_be_allowed(dbname, context)) {
         run_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
-        note_database_statement(statement);
+        note_database_statement(statement, jobbuf_existed);
         return;
     }
     volatile TimestampTz until = ask_worker_to_leave(slot);
@@ -109,7 +111,7 @@ void guard_process_utility(PlannedStmt* pstmt, const char* query_string, bool re
         PG_RE_THROW();
     }
     PG_END_TRY();
-    note_database_statement(statement);
+    note_database_statement(statement, jobbuf_existed);
 }
 
 }  // namespace

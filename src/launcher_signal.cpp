@@ -8,6 +8,7 @@
 
 extern "C" {
 #include "access/xact.h"
+#include "commands/extension.h"
 #include "nodes/parsenodes.h"
 }
 
@@ -23,9 +24,12 @@ void announce(void)
         return;
     if (extension_created) {
         SpinLockAcquire(&cluster->mutex);
-        if (cluster->created_count < kCreatedPending)
+        bool listed = false;
+        for (int i = 0; i < cluster->created_count && !listed; i++)
+            listed = cluster->created[i] == MyDatabaseId;
+        if (!listed && cluster->created_count < kCreatedPending)
             cluster->created[cluster->created_count++] = MyDatabaseId;
-        else
+        else if (!listed)
             cluster->created_overflow = true;
         SpinLockRelease(&cluster->mutex);
     }
@@ -69,11 +73,19 @@ bool drops_jobbuf(const DropStmt* drop)
 
 }  // namespace
 
-void note_database_statement(Node* statement)
+bool creates_jobbuf(Node* statement)
+{
+    return IsA(statement, CreateExtensionStmt) && strcmp(castNode(CreateExtensionStmt, statement)->extname, "jobbuf") == 0;
+}
+
+void note_database_statement(Node* statement, bool jobbuf_existed)
 {
     switch (nodeTag(statement)) {
     case T_CreateExtensionStmt:
-        extension_created = extension_created || strcmp(castNode(CreateExtensionStmt, statement)->extname, "jobbuf") == 0;
+        // Only a CREATE EXTENSION that created it: "IF NOT EXISTS" on an installed jobbuf needs no
+        // privilege at all, and must not let any role wake the launcher.
+        extension_created = extension_created ||
+                            (creates_jobbuf(statement) && !jobbuf_existed && OidIsValid(get_extension_oid("jobbuf", true)));
         break;
     case T_CreatedbStmt:
     case T_AlterDatabaseStmt:

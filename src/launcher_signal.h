@@ -5,9 +5,14 @@
 #pragma once
 #include "pg_includes.h"
 
+// Whether statement is CREATE EXTENSION jobbuf (asked before it runs: see note_database_statement).
+bool creates_jobbuf(Node* statement);
+
 // From the ProcessUtility hook, after a statement ran: remembers for the commit whether it was
-// one the launcher must hear of. (DROP EXTENSION jobbuf wakes the database's own worker instead.)
-void note_database_statement(Node* statement);
+// one the launcher must hear of. jobbuf_existed: the extension was installed before the statement
+// ran (a CREATE EXTENSION then created nothing). (DROP EXTENSION jobbuf wakes the database's own
+// worker instead.)
+void note_database_statement(Node* statement, bool jobbuf_existed);
 
 // Registers the transaction callback that announces them; once per process, from _PG_init.
 void register_launcher_signal(void);

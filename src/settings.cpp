@@ -35,30 +35,20 @@ static const struct config_enum_entry tls_verify_options[] = {
     {nullptr, 0, false},
 };
 
-// Whether url carries a password (redis://user:password@host or redis://:password@host).
-static bool redis_url_has_password(const char* url)
-{
-    const char* authority = strstr(url, "://");
-    if (authority == nullptr)
-        return false;
-    authority += 3;
-    size_t length = strcspn(authority, "/?#");
-    const char* at = static_cast<const char*>(memrchr(authority, '@', length));
-    return at != nullptr && memchr(authority, ':', at - authority) != nullptr;
-}
-
 static bool check_redis_url(char** newval, void** extra, GucSource source)
 {
     if (*newval == nullptr)
         return true;  // the boot value is being reset; the default below is valid
     char reason[256];
-    if (!jobbuf::redis::check_redis_url(*newval, reason, sizeof(reason))) {
+    bool has_password = false;
+    if (!jobbuf::redis::check_redis_url(*newval, reason, sizeof(reason), &has_password)) {
         GUC_check_errdetail("%s", reason);
         return false;
     }
     // ALTER DATABASE / ROLE ... SET (checked as PGC_S_TEST) stores the value in
     // pg_db_role_setting, which every role can read: no password there.
-    if (source == PGC_S_TEST && redis_url_has_password(*newval)) {
+    // The password as the worker would read it (the parser's rules: the last '@' ends it).
+    if (source == PGC_S_TEST && has_password) {
         GUC_check_errdetail("A password set with ALTER DATABASE would be readable by every role in pg_db_role_setting.");
         GUC_check_errhint("Set jobbuf.redis_password_file for the database instead.");
         return false;

@@ -9,13 +9,15 @@
 
 namespace jobbuf::redis {
 
-bool check_redis_url(const char* url, char* reason, std::size_t reason_len) noexcept
+bool check_redis_url(const char* url, char* reason, std::size_t reason_len, bool* has_password) noexcept
 {
     try {
         RedisEndpoint endpoint;
         std::string error;
-        if (parse_redis_url(url, &endpoint, &error))
+        if (parse_redis_url(url, &endpoint, &error)) {
+            if (has_password != nullptr) *has_password = !endpoint.password.empty();
             return true;
+        }
         std::snprintf(reason, reason_len, "%s", error.c_str());
         return false;
     } catch (...) {

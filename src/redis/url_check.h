@@ -6,6 +6,7 @@
 namespace jobbuf::redis {
 
 // True when url parses; otherwise false with a one-line reason (never the password) in reason.
-bool check_redis_url(const char* url, char* reason, std::size_t reason_len) noexcept;
+// *has_password (when not null) says whether the parsed URL carries a password.
+bool check_redis_url(const char* url, char* reason, std::size_t reason_len, bool* has_password = nullptr) noexcept;
 
 }  // namespace jobbuf::redis

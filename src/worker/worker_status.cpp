@@ -1,6 +1,7 @@
 // Postgres regime: jobbuf_worker_status(), the drain workers' state as published in shared
 // memory. Two C symbols: jobbuf_worker_status_all (1.1: one row per drain worker and per database
-// left without one by jobbuf.max_workers, from any database) and jobbuf_worker_status (what 1.0's
+// left without one by jobbuf.max_workers, from any database; other databases' errors only for
+// superusers and pg_monitor) and jobbuf_worker_status (what 1.0's
 // SQL declares: one row, the worker of the current database).
 #include "pg_includes.h"
 
@@ -11,6 +12,9 @@ extern "C" {
 #include "access/htup_details.h"
 #include "commands/dbcommands.h"
 #include "funcapi.h"
+#include "catalog/pg_authid.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/tuplestore.h"
 }
@@ -34,7 +38,16 @@ void no_worker_row(StatusRow* row, const char* database, const char* why)
     row->values[6] = row->values[7] = row->values[8] = Int64GetDatum(0);
 }
 
-void slot_row(StatusRow* row, JobbufSharedState* s)
+// Whether the caller may read other databases' errors (they name Redis hosts, ports and TLS
+// file paths): a superuser or a member of pg_monitor. The function runs as its definer, so the
+// caller is the outer user.
+bool sees_every_error(void)
+{
+    Oid caller = GetOuterUserId();
+    return superuser_arg(caller) || has_privs_of_role(caller, ROLE_PG_MONITOR);
+}
+
+void slot_row(StatusRow* row, JobbufSharedState* s, bool show_error)
 {
     SpinLockAcquire(&s->mutex);
     pid_t pid = s->worker_pid;
@@ -54,9 +67,9 @@ void slot_row(StatusRow* row, JobbufSharedState* s)
     row->values[2] = BoolGetDatum(pid != 0);
     row->values[3] = BoolGetDatum(connected);
     row->values[4] = CStringGetTextDatum(last_error);
-    row->nulls[4] = last_error[0] == '\0';
+    row->nulls[4] = last_error[0] == '\0' || !show_error;
     row->values[5] = TimestampTzGetDatum(last_error_at);
-    row->nulls[5] = last_error_at == 0;
+    row->nulls[5] = last_error_at == 0 || !show_error;
     row->values[6] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&s->wakeups)));
     row->values[7] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&s->batches)));
     row->values[8] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&s->delivered)));
@@ -77,11 +90,12 @@ JOBBUF_SQL_FUNCTION(jobbuf_worker_status_all)
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row.values, row.nulls);
         return (Datum) 0;
     }
+    const bool every_error = sees_every_error();
     for (int i = 0; i < jobbuf_cluster->drain_slots; i++) {
         JobbufSharedState* s = &jobbuf_cluster->slots[i];
         if (!s->in_use)
             continue;
-        slot_row(&row, s);
+        slot_row(&row, s, every_error || s->database == MyDatabaseId);
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row.values, row.nulls);
     }
     char left_out[kLeftOutShown][NAMEDATALEN];
@@ -121,7 +135,7 @@ JOBBUF_SQL_FUNCTION(jobbuf_worker_status)
     else if (slot == nullptr)
         no_worker_row(&row, get_database_name(MyDatabaseId), "no drain worker runs for this database");
     else
-        slot_row(&row, slot);
+        slot_row(&row, slot, true);
     HeapTuple tuple = heap_form_tuple(desc, row.values, row.nulls);
     PG_RETURN_DATUM(HeapTupleGetDatum(tuple));
 }

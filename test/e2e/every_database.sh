@@ -24,6 +24,9 @@ for db in app1 app2 app3; do
   jb_psql_db postgres -q -c "CREATE DATABASE $db" \
     -c "ALTER DATABASE $db SET jobbuf.redis_url = 'redis://127.0.0.1:${port[$db]}/0'"
 done
+# A database the launcher has just seen gets a short check (a probe that looks for the extension
+# and leaves): wait for that to settle before asserting.
+jb_wait_until '[ "$(jb_sql "SELECT string_agg(database, '"','"' ORDER BY database) FROM jobbuf_worker_status()")" = "$JB_DB" ]' 10 || true
 expect_eq "no worker for a database without the extension" \
   "$(jb_sql "SELECT string_agg(database, ',' ORDER BY database) FROM jobbuf_worker_status()")" "$JB_DB"
 

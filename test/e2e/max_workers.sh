@@ -14,6 +14,8 @@ jb_psql_db capped -q -o /dev/null -c "CREATE EXTENSION jobbuf" -c "SELECT jobbuf
   -c "SELECT jobbuf_stage('capped', '{\"n\": 1}')"
 check "a WARNING names the database left out" \
   jb_wait_until "log_since $mark | grep -q 'database \"capped\" has the jobbuf extension but gets no drain worker'" 15
+# The launcher logs the WARNING, then publishes the left-out list: wait for the list.
+jb_wait_until '[ "$(jb_sql "SELECT count(*) FROM jobbuf_worker_status() WHERE database = '"'capped'"'")" = 1 ]' 10 || true
 expect_eq "jobbuf_worker_status() names it: no pid, not running, why" \
   "$(jb_psql_db capped -qtAX -c "SELECT coalesce(pid::text, 'null') || ' ' || running || ' ' || last_error FROM jobbuf_worker_status() WHERE database = 'capped'")" \
   "null false no drain worker: all jobbuf.max_workers (1) are in use"

@@ -82,9 +82,13 @@ for s in "jobbuf.redis_url = redis://127.0.0.1:1/0" "jobbuf.redis_password_file 
           -c "ALTER DATABASE jobbuf_test SET ${s%% = *} = '${s#* = }'" 2>&1)
   expect_match "the owner cannot ALTER DATABASE SET ${s%% = *}" "$out" 'permission denied to set parameter|cannot be changed now'
 done
-expect_match "a Redis password in a per-database jobbuf.redis_url is refused, superuser or not" \
-  "$(jb_psql_db postgres -qtAX -c "ALTER DATABASE jobbuf_test SET jobbuf.redis_url = 'redis://:secret@127.0.0.1:1/0'" 2>&1)" \
-  'readable by every role'
+# The password as the parser reads it (up to the last '@'): '/', '?' and '#' in it change nothing.
+for url in 'redis://:secret@127.0.0.1:1/0' 'redis://:s3cr/et@127.0.0.1:1/0' 'redis://:s3cr?et@127.0.0.1:1/0' \
+           'redis://u:s#3cret@127.0.0.1:1/0' 'unix://:s3c/ret@/tmp/redis.sock'; do
+  expect_match "a Redis password in a per-database jobbuf.redis_url is refused, superuser or not (${url%%@*}@...)" \
+    "$(jb_psql_db postgres -qtAX -c "ALTER DATABASE jobbuf_test SET jobbuf.redis_url = '$url'" 2>&1)" \
+    'readable by every role'
+done
 expect_eq "no jobbuf setting reached pg_db_role_setting" \
   "$(jb_sql "SELECT count(*) FROM pg_db_role_setting, unnest(setconfig) c WHERE c LIKE 'jobbuf.%'")" 0
 jb_sql "SELECT pg_reload_conf()" >/dev/null
