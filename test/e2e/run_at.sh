@@ -44,4 +44,14 @@ expect_eq "all five in Redis, scheduled ones last" \
   "$(jb_redis LRANGE jobbuf:later 3 -1 | sort | tr '\n' ' ')" '{"n": "future"} {"n": "insert-future"} '
 expect_eq "jobbuf.jobs empty" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 0
 
+# A row that holds 'infinity' (staging refuses it, but a restore or an INSERT with triggers off can
+# still put one there): a target that keeps run_at itself schedules it at the latest time the
+# worker carries (9999-12-31), never now; the time once overflowed and the job ran at once.
+jb_sql "SELECT jobbuf_create_queue('forever', 'sidekiq')" >/dev/null
+jb_psql -q -c "SET session_replication_role = replica" \
+  -c "INSERT INTO jobbuf.jobs (queue, payload, run_at) VALUES ('forever', '{\"class\": \"F\", \"args\": []}', 'infinity')"
+check "a job whose run_at is infinity goes to Sidekiq's schedule" jb_wait_until '[ "$(jb_redis ZCARD schedule)" = 1 ]' 10
+expect_eq "scheduled at 9999-12-31T23:59:59Z, not pushed to its queue" \
+  "$(jb_redis ZRANGE schedule 0 -1 WITHSCORES | tail -n 1) $(jb_redis LLEN queue:forever)" "253402300799 0"
+
 e2e_done

@@ -30,13 +30,8 @@ for first in 1 201 401 601 801; do
           FROM generate_series($first, $first + 199) g" >/dev/null
 done
 expect_eq "1,000 jobs of 1 MB staged" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = 'bulk'")" 1000
-t0=$(now_ms)
 jb_sql "SELECT jobbuf_resume('bulk')" >/dev/null
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:bulk)" = 1000 ]' 300; then
-  pass "the 1,000 jobs of 1 MB are delivered ($(( $(now_ms) - t0 )) ms)"
-else
-  fail "$(jb_redis LLEN jobbuf:bulk) of 1,000 jobs of 1 MB in Redis (last_error: $(jb_sql "SELECT last_error FROM jobbuf_worker_status()"))"
-fi
+expect_delivered "the 1,000 jobs of 1 MB are delivered" jobbuf:bulk 1000 300
 peak_kb=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status")
 say "worker memory: peak VmHWM $(( peak_kb / 1024 )) MB ($(grep -E '^(VmRSS|RssAnon|RssShmem):' "/proc/$pid/status" | tr -s ' \t' ' ' | tr '\n' ' '))"
 # The peak includes the shared buffers the worker touched (128 MB); 1,000 jobs are 1 GB of text.
@@ -59,13 +54,8 @@ big_job() {
 mark=$(log_mark)
 big_id=$(big_job)
 small_id=$(jb_sql "SELECT jobbuf_stage('big', '{\"small\": 1}')")
-t_small=$(now_ms)
 jb_sql "SELECT jobbuf_stage('other', '{\"other\": 1}')" >/dev/null
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:big)" = 1 ]' 10; then
-  pass "the small job staged after the big one is delivered ($(( $(now_ms) - t_small )) ms after staging)"
-else
-  fail "the small job staged after the big one is not delivered (last_error: $(jb_sql "SELECT last_error FROM jobbuf_worker_status()"))"
-fi
+expect_delivered "the small job staged after the big one is delivered" jobbuf:big 1 10
 expect_eq "it is the small job" "$(jb_redis LRANGE jobbuf:big 0 -1)" '{"small": 1}'
 jb_wait_until '[ "$(jb_redis LLEN jobbuf:other)" = 1 ]' 10
 expect_eq "the other queue is delivered" "$(jb_redis LRANGE jobbuf:other 0 -1)" '{"other": 1}'
@@ -91,11 +81,7 @@ jb_sql "SELECT jobbuf_pause('bulk')" >/dev/null
 jb_sql "SELECT count(jobbuf_stage('bulk', jsonb_build_object('n', g, 's', repeat(chr(97 + g % 26), $MB))))
         FROM generate_series(1, 100) g" >/dev/null
 jb_sql "SELECT jobbuf_resume('bulk')" >/dev/null
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:bulk)" = 100 ]' 120; then
-  pass "SQL path: the 100 jobs of 1 MB are delivered"
-else
-  fail "SQL path: $(jb_redis LLEN jobbuf:bulk) of 100 jobs of 1 MB in Redis (last_error: $(jb_sql "SELECT last_error FROM jobbuf_worker_status()"))"
-fi
+expect_delivered "SQL path: the 100 jobs of 1 MB are delivered" jobbuf:bulk 100 120
 got=$(jb_redis EVAL "$lua" 1 jobbuf:bulk | tr '\n' ' ')
 expect_eq "SQL path: each job once, in id order, intact" "$got" "$(seq -s, 1 100) 0 "
 expect_eq "SQL path: the trigger saw each deletion once" "$(jb_sql "SELECT count(DISTINCT id) || ' ' || count(*) FROM public.deleted_jobs")" "100 100"
@@ -116,11 +102,7 @@ jb_redis DEL jobbuf:big >/dev/null
 mark=$(log_mark)
 big_id=$(big_job)
 jb_sql "SELECT jobbuf_stage('big', '{\"small\": 2}')" >/dev/null
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:big)" = 1 ]' 10; then
-  pass "the small job behind it is delivered"
-else
-  fail "the small job behind the big one is not delivered (last_error: $(jb_sql "SELECT last_error FROM jobbuf_worker_status()"))"
-fi
+expect_delivered "the small job behind it is delivered" jobbuf:big 1 10
 expect_eq "the big job is in jobbuf.dead" "$(jb_sql "SELECT id FROM jobbuf.dead WHERE queue = 'big'")" "$big_id"
 say "its error: $(jb_sql "SELECT last_error FROM jobbuf.dead WHERE id = $big_id")"
 expect_eq "Redis closed the connection for it once, not in a loop" \

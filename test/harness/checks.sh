@@ -38,6 +38,17 @@ expect_match() {
   if [[ $2 =~ $3 ]]; then pass "$1"; else fail "$1: '${2:0:300}' does not match /$3/"; fi
 }
 
+# expect_delivered "description" KEY N SECONDS: passes once the list KEY holds N jobs (with the
+# time it took); otherwise fails with what Redis holds and the worker's last error.
+expect_delivered() {
+  local t0; t0=$(now_ms)
+  if jb_wait_until "[ \"\$(jb_redis LLEN $2)\" = $3 ]" "$4"; then
+    pass "$1 ($(( $(now_ms) - t0 )) ms)"
+  else
+    fail "$1: $(jb_redis LLEN "$2") of $3 jobs in $2 (last_error: $(jb_sql "SELECT last_error FROM jobbuf_worker_status()"))"
+  fi
+}
+
 # Milliseconds since the epoch.
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
