@@ -558,6 +558,16 @@ ALTER FUNCTION jobbuf_worker_status() SECURITY DEFINER;
 REVOKE ALL ON FUNCTION jobbuf_worker_status() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION jobbuf_worker_status() TO jobbuf_producer, jobbuf_consumer, jobbuf_admin;
 
+-- No Redis format carries an infinite time, and 1.1 refuses one when a job is staged or restored
+-- (the staging trigger checks every row a dump restores): jobs 1.0 staged with one get the
+-- nearest time the worker carries, so that nothing is lost in the next dump and restore.
+UPDATE jobbuf.jobs j SET
+    run_at = CASE WHEN j.run_at OPERATOR(pg_catalog.>) pg_catalog.now() THEN '9999-12-31 23:59:59+00'::timestamptz
+                  ELSE '1970-01-01 00:00:00+00'::timestamptz END
+  WHERE NOT pg_catalog.isfinite(j.run_at);
+UPDATE jobbuf.jobs j SET staged_at = pg_catalog.now() WHERE NOT pg_catalog.isfinite(j.staged_at);
+UPDATE jobbuf.dead d SET staged_at = pg_catalog.now() WHERE NOT pg_catalog.isfinite(d.staged_at);
+
 -- Keep this statement last.
 -- Wakes the drain worker when this update commits: a worker running the 1.1 library against 1.0
 -- SQL waits for this update, and a statement on jobbuf.queues (its trigger) is what tells it.

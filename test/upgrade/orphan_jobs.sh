@@ -17,6 +17,13 @@ SELECT jobbuf_stage('gone', jsonb_build_object('n', g), partition_key => 'p') FR
 SELECT count(*) FROM jobbuf_claim('kept', 1);
 -- what the 1.0 drop race left behind: the queue row gone, its jobs still staged
 DELETE FROM jobbuf.queues WHERE name = 'gone';
+-- times 1.0 accepted and 1.1 refuses ('infinity'; inserted with triggers off, as 1.1's library
+-- runs this 1.0 SQL here)
+SELECT jobbuf_create_queue('endless', 'none');
+SET session_replication_role = replica;
+INSERT INTO jobbuf.jobs (queue, payload, run_at) VALUES ('endless', '{"at": "never"}', 'infinity');
+INSERT INTO jobbuf.jobs (queue, payload, run_at, staged_at) VALUES ('endless', '{"at": "always"}', '-infinity', '-infinity');
+RESET session_replication_role;
 SQL
 before=$(jb_psql_db "$db" -qtAX -c "SELECT string_agg(j::text, E'\n' ORDER BY j.id) FROM jobbuf.jobs j WHERE queue = 'kept'")
 out=$(jb_psql_db "$db" -qtAX -c "ALTER EXTENSION jobbuf UPDATE" 2>&1)
@@ -28,5 +35,8 @@ expect_eq "the dropped queue's jobs are dead letters, with their payload, partit
   "4 {\"n\": 4} p jobbuf 1.1 update: queue 'gone' no longer exists; 5 {\"n\": 5} p jobbuf 1.1 update: queue 'gone' no longer exists"
 expect_eq "jobbuf.jobs references jobbuf.queues" \
   "$(jb_psql_db "$db" -qtAX -c "SELECT count(*) FROM pg_constraint WHERE conname = 'jobs_queue_fkey' AND conrelid = 'jobbuf.jobs'::regclass")" 1
+expect_eq "jobs with an infinite time get the nearest time the worker carries" \
+  "$(jb_psql_db "$db" -qtAX -c "SET TIME ZONE 'UTC'; SELECT string_agg(payload->>'at' || ' ' || run_at || ' ' || isfinite(staged_at), '; ' ORDER BY id) FROM jobbuf.jobs WHERE queue = 'endless'")" \
+  "never 9999-12-31 23:59:59+00 true; always 1970-01-01 00:00:00+00 true"
 expect_eq "jobbuf_purge_dead removes them" "$(jb_psql_db "$db" -qtAX -c "SELECT jobbuf_purge_dead('gone')")" 2
 e2e_done
