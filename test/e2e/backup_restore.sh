@@ -106,12 +106,15 @@ out=$(jb_psql_db restored_plain -qtAX -c "SELECT jobbuf_stage('gone', '{}'::json
 expect_match "the restored database still validates staging" "$out" 'unknown queue "gone"'
 
 # Into the worker's database: dropped, created again, restored; the waiting jobs are delivered
-# once, the scheduled, paused, failed and leased ones stay.
+# once, the scheduled, paused, failed and leased ones stay. The worker stays disabled until the
+# restored rows are compared (CREATE EXTENSION in the restore wakes it at once).
+set_and_reload jobbuf.enabled off || fail "jobbuf.enabled did not turn off"
 in_postgres "DROP DATABASE $JB_DB WITH (FORCE)" >/dev/null
 in_postgres "CREATE DATABASE $JB_DB" >/dev/null
 out=$(pg_restore_db -d "$JB_DB" "$DUMPS/source.custom" 2>&1)
 check "restored into the worker's database ${out:0:300}" [ -z "$out" ]
 expect_restored "the worker's database, restored" "$JB_DB"
+reset_and_reload jobbuf.enabled on || fail "jobbuf.enabled did not turn on again"
 expected_delivery=$(printf '%s\n' '{"job": "orm"}' '{"job": "partitioned"}' '{"job": "unique"}' \
   '{"job": "w1"}' '{"job": "w2"}' '{"job": "w3"}' '{"job": "w4"}')
 # (the launcher keeps a worker away from a dropped database for a while: up to 60 s here)
