@@ -1,35 +1,43 @@
 #!/usr/bin/env bash
-# The upgrade a user runs, with jobs in every state: jobbuf 1.0 (library and SQL built from git
-# history, commit 26da9a3, exactly what 1.0 users run) holds waiting, paused, scheduled,
+# The upgrade a user runs, with jobs in every state: an earlier release (library and SQL built from
+# git history, exactly what its users run: JB_FROM=1.0 builds commit 26da9a3, the default;
+# JB_FROM=1.1 commit 5b86380, see jobs_in_flight_from_1.1.sh) holds waiting, paused, scheduled,
 # unique-keyed, claimed, failed, dead and archived jobs; then the current build is installed and
-# Postgres restarted (the 1.1 library on 1.0 SQL: no crash loop, one log line asking for the
+# Postgres restarted (the new library on the old SQL: no crash loop, one log line asking for the
 # update, staging still works and loses nothing); then ALTER EXTENSION jobbuf UPDATE: every job
 # is still there with its id, attempts, group and lease; the paused queue delivers once after
 # resume; the claimed group completes with its old group id; dead jobs retry; the catalog equals
-# a fresh 1.1's.
+# a fresh install's.
 source "$(dirname "$0")/../e2e/tools/lib.sh"
 ROOT=$E2E_ROOT
+FROM=${JB_FROM:-1.0}
+case $FROM in
+  1.0) FROM_COMMIT=26da9a3 ;;
+  1.1) FROM_COMMIT=5b86380 ;;
+  *) fail "JB_FROM=$FROM: no such release"; e2e_done ;;
+esac
+CURRENT=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$ROOT/jobbuf.control")
 
 # Whatever happens, the current build is what stays installed for the suites that follow.
 reinstall_current() { make -C "$ROOT" -s install >/dev/null 2>&1; }
 finish() { e2e_cleanup; reinstall_current; }
 
-OLD=$(mktemp -d /tmp/jobbuf-1.0.XXXXXX)
-if git -C "$ROOT" cat-file -e 26da9a3^{commit} 2>/dev/null; then
-  git -C "$ROOT" archive 26da9a3 | tar -x -C "$OLD"
-  say "building jobbuf 1.0 from commit 26da9a3"
+OLD=$(mktemp -d /tmp/jobbuf-$FROM.XXXXXX)
+if git -C "$ROOT" cat-file -e $FROM_COMMIT^{commit} 2>/dev/null; then
+  git -C "$ROOT" archive $FROM_COMMIT | tar -x -C "$OLD"
+  say "building jobbuf $FROM from commit $FROM_COMMIT"
   if ! make -C "$OLD" -s >"$OLD/build.log" 2>&1 || ! make -C "$OLD" -s install >>"$OLD/build.log" 2>&1; then
-    tail -n 20 "$OLD/build.log"; fail "jobbuf 1.0 builds and installs"; rm -rf "$OLD"; reinstall_current; e2e_done
+    tail -n 20 "$OLD/build.log"; fail "jobbuf $FROM builds and installs"; rm -rf "$OLD"; reinstall_current; e2e_done
   fi
 else
-  fail "git history with commit 26da9a3 is needed to build jobbuf 1.0 (a shallow clone?)"
+  fail "git history with commit $FROM_COMMIT is needed to build jobbuf $FROM (a shallow clone?)"
   rm -rf "$OLD"; e2e_done
 fi
 rm -rf "$OLD"
 
 e2e_start "jobbuf.poll_interval = '30s'"
 trap finish EXIT
-expect_eq "1.0 is installed by the 1.0 build" "$(jb_sql "SELECT extversion FROM pg_extension WHERE extname = 'jobbuf'")" 1.0
+expect_eq "$FROM is installed by the $FROM build" "$(jb_sql "SELECT extversion FROM pg_extension WHERE extname = 'jobbuf'")" "$FROM"
 
 jb_psql -q <<'SQL' >/dev/null
 SELECT jobbuf_create_queue('now_list', 'list');
@@ -57,8 +65,8 @@ doomed=$(jb_sql "SELECT DISTINCT group_id FROM jobbuf_claim('fragile', 1)")
 jb_sql "SELECT jobbuf_fail('$doomed', 'bad payload')" >/dev/null
 kept=$(jb_sql "SELECT DISTINCT group_id FROM jobbuf_claim('kept', 1)")
 jb_sql "SELECT jobbuf_complete('$kept')" >/dev/null
-check "1.0 delivers to a stream" jb_wait_until '[ "$(jb_redis XLEN jobbuf:events)" = 1 ]' 10
-check "1.0 delivers to Sidekiq" jb_wait_until '[ "$(jb_redis LLEN queue:mailers)" = 1 ]' 10
+check "$FROM delivers to a stream" jb_wait_until '[ "$(jb_redis XLEN jobbuf:events)" = 1 ]' 10
+check "$FROM delivers to Sidekiq" jb_wait_until '[ "$(jb_redis LLEN queue:mailers)" = 1 ]' 10
 # (the worker commits its delete just after the push)
 wait_staged 0 "WHERE queue IN ('events', 'mailers')"
 
@@ -72,12 +80,12 @@ before=$(snapshot)
 check "jobs in every state before the update ($(jb_sql "SELECT count(*) FROM jobbuf.jobs") staged)" \
   [ "$(jb_sql "SELECT count(*) FILTER (WHERE group_id = '$claimed') || ' ' || count(*) FILTER (WHERE attempts = 1 AND group_id IS NULL) || ' ' || count(*) FILTER (WHERE unique_key IS NOT NULL) FROM jobbuf.jobs")" = "3 3 1" ]
 
-# The new package, a restart: the 1.1 library runs on the 1.0 SQL. An update before the restart
-# (the 1.0 library still loaded) is refused with what to do.
+# The new package, a restart: the new library runs on the old SQL. An update before the restart
+# (the old library still loaded) is refused with what to do.
 make -C "$ROOT" -s install >/dev/null
 out=$(jb_psql -q -c "ALTER EXTENSION jobbuf UPDATE" 2>&1)
 expect_match "ALTER EXTENSION UPDATE before the restart is refused" "$out" "restart PostgreSQL"
-expect_eq "... and leaves 1.0 in place" "$(jb_sql "SELECT extversion FROM pg_extension WHERE extname = 'jobbuf'")" 1.0
+expect_eq "... and leaves $FROM in place" "$(jb_sql "SELECT extversion FROM pg_extension WHERE extname = 'jobbuf'")" "$FROM"
 mark=$(log_mark)
 jb_pg_ctl restart
 # What the restarted server logged (the old one's shutdown lines excluded).
@@ -95,7 +103,7 @@ expect_eq "no worker exited or crashed after the restart" \
 
 t0=$(now_ms)
 jb_psql -q -c "ALTER EXTENSION jobbuf UPDATE"
-expect_eq "ALTER EXTENSION jobbuf UPDATE reaches 1.1" "$(jb_sql "SELECT extversion FROM pg_extension WHERE extname = 'jobbuf'")" 1.1
+expect_eq "ALTER EXTENSION jobbuf UPDATE reaches $CURRENT" "$(jb_sql "SELECT extversion FROM pg_extension WHERE extname = 'jobbuf'")" "$CURRENT"
 if jb_wait_until '[ "$(jb_redis LLEN jobbuf:now_list)" = 1 ]' 10; then
   pass "the update wakes the worker: the job staged in between is delivered ($(( $(now_ms) - t0 )) ms, poll 30 s)"
 else
@@ -109,7 +117,7 @@ jb_sql "SELECT jobbuf_resume('held_list')" >/dev/null
 expect_list_reaches jobbuf:held_list 5 10 "the paused queue delivers its 5 jobs after resume"
 sleep 1
 expect_eq "the paused queue's jobs arrive once each" "$(jb_redis LRANGE jobbuf:held_list 0 -1 | sort -u | wc -l) $(jb_redis LLEN jobbuf:held_list)" "5 5"
-expect_eq "the claimed group completes with its 1.0 group id" "$(jb_sql "SELECT jobbuf_complete('$claimed')")" 3
+expect_eq "the claimed group completes with its $FROM group id" "$(jb_sql "SELECT jobbuf_complete('$claimed')")" 3
 expect_eq "the dead job retries" "$(jb_sql "SELECT jobbuf_retry_dead('fragile')")" 1
 expect_eq "the retried job is claimable with its id" \
   "$(jb_sql "SELECT id FROM jobbuf_claim('fragile', 1)")" "$(jb_sql "SELECT min(id) FROM jobbuf.jobs WHERE queue = 'fragile'")"
@@ -123,8 +131,8 @@ jb_psql_db postgres -q -c "CREATE DATABASE fresh"
 jb_psql_db fresh -q -c "CREATE EXTENSION jobbuf"
 if diff -u <(jb_psql_db fresh -qtAX -f "$ROOT/test/upgrade/catalog.sql") \
            <(jb_psql -qtAX -f "$ROOT/test/upgrade/catalog.sql") >"$JB_RUN/catalog.diff"; then
-  pass "the updated database's catalog equals a fresh 1.1's"
+  pass "the updated database's catalog equals a fresh $CURRENT's"
 else
-  fail "the updated database's catalog differs from a fresh 1.1's:"; head -n 40 "$JB_RUN/catalog.diff" | sed 's/^/      /'
+  fail "the updated database's catalog differs from a fresh $CURRENT's:"; head -n 40 "$JB_RUN/catalog.diff" | sed 's/^/      /'
 fi
 e2e_done
