@@ -14,6 +14,7 @@
 #include "worker/database_settings.h"
 #include "worker/reconcile.h"
 #include "worker/guarded_call.h"
+#include "worker/held_jobs.h"
 #include "worker/pass_schedule.h"
 #include "worker/queue_progress.h"
 #include "worker/redis_health.h"
@@ -230,6 +231,10 @@ int load_pass(ActiveQueue** queues, bool reload, bool* reloaded)
         return -1;
     }
     report_recovered(ProblemKind::Config, "the jobbuf extension is installed and up to date; delivering");
+    if (*reloaded && !run_guarded([] { note_held_jobs(); })) {
+        database_failed();
+        return -1;
+    }
     if (jobbuf::redis::drain_session_set_marker_key(state->ctx.session, marker_key()))
         state->reconcile_needed = true;
     return nqueues;
