@@ -2,8 +2,8 @@
 // the caller's PostgreSQL transaction with the jobbuf extension.
 'use strict';
 
-const { stage } = require('./lib/stage.cjs');
+const { stage, JobbufValueError } = require('./lib/stage.cjs');
 const { Queue, JobbufOptionError } = require('./lib/queue.cjs');
 const { JobbufConnectionError } = require('./lib/connection.cjs');
 
-module.exports = { stage, Queue, JobbufOptionError, JobbufConnectionError };
+module.exports = { stage, Queue, JobbufOptionError, JobbufConnectionError, JobbufValueError };

@@ -24,9 +24,21 @@ function optionalText(name, value) {
   return value;
 }
 
+class JobbufValueError extends TypeError {}
+
+// A \u0000 escape that JSON.stringify wrote for a NUL character (an odd run of backslashes).
+const NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/;
+
+// The payload's JSON text. A NUL character, which jsonb cannot store (PostgreSQL would refuse the
+// statement and abort the caller's transaction), is refused before any statement.
 function payloadText(payload) {
   if (payload === undefined) throw new TypeError('jobbuf: the payload is undefined (nothing JSON can carry)');
-  return JSON.stringify(payload);
+  const text = JSON.stringify(payload);
+  if (NUL_ESCAPE.test(text)) {
+    throw new JobbufValueError('jobbuf: the payload contains a NUL character (\\u0000), which PostgreSQL\'s jsonb ' +
+      'cannot store; nothing was staged and your transaction is untouched. Remove it or encode the value (e.g. Base64).');
+  }
+  return text;
 }
 
 async function stage(client, queue, payload, options = {}) {
@@ -43,4 +55,4 @@ async function stage(client, queue, payload, options = {}) {
   return rows[0].id;
 }
 
-module.exports = { stage, payloadText };
+module.exports = { stage, payloadText, JobbufValueError };

@@ -158,6 +158,10 @@ async function stagePhase(pgUrl, outFile) {
     await expectThrow('delay must be a non-negative integer', () => queue.add('send', { key: 'refused-delay' }, { delay: -5 }), /"delay"/);
     await expectThrow('new Queue refuses a Redis connection option', () => new jobbuf.Queue('mail', { client, connection: {} }), /"connection"/);
     await expectThrow('new Queue refuses a defaultJobOptions it cannot carry', () => new jobbuf.Queue('mail', { client, defaultJobOptions: { lifo: true } }), /"lifo" \(in defaultJobOptions\)/);
+    await expectThrow('a NUL character is refused before any statement (add)',
+      () => queue.add('send', { key: 'refused-nul', text: 'a\u0000b' }), /NUL character/);
+    await expectThrow('a NUL character is refused before any statement (stage)',
+      () => jobbuf.stage(client, 'mail_jobs', { name: 'send', data: { ['k\u0000']: 1 } }), /NUL character/);
     await expectThrow('stage() refuses an unknown option', () => jobbuf.stage(client, 'mail_jobs', { name: 'a', data: {} }, { delay: 5 }), /no option "delay"/);
     expected.push({ ...p, committed: true });
   });
