@@ -554,7 +554,7 @@ phase_frameworks() {
 # client (staged; the worker, running, delivers after the commit) or the framework's own producer
 # (pushed to Redis from inside the transaction).
 phase_clients() {
-  local s=${BENCH_CLIENTS_SECONDS:-5} rounds=${BENCH_CLIENTS_ROUNDS:-2} out python p
+  local s=${BENCH_CLIENTS_SECONDS:-5} rounds=${BENCH_CLIENTS_ROUNDS:-2} out python
   bash test/clients/install_node.sh >/dev/null || fail "installing the Node client's dependencies"
   worker_enabled on
   jb_psql -q >/dev/null <<'SQL'
@@ -563,8 +563,8 @@ SELECT jobbuf_create_queue('bench_clients_bq', 'bullmq', '{"bullmq_queue": "benc
 SELECT jobbuf_create_queue('bench_clients_cq', 'celery', '{"celery_queue": "bench_clients"}') WHERE NOT EXISTS (SELECT FROM jobbuf.queues WHERE name = 'bench_clients_cq');
 SELECT jobbuf_create_queue('bench_clients_sq', 'sidekiq', '{"sidekiq_queue": "bench_clients"}') WHERE NOT EXISTS (SELECT FROM jobbuf.queues WHERE name = 'bench_clients_sq');
 SQL
-  python=/usr/bin/python3
-  for p in ${JOBBUF_PYTHON:-} $(command -v python3); do "$p" -c 'import celery, psycopg2' 2>/dev/null && { python=$p; break; }; done
+  source test/clients/pick_python.sh
+  python=$(pick_python "celery, psycopg2")
   export PGHOST=$JB_PGHOST PGPORT=$JB_PGPORT PGUSER=postgres PGDATABASE=$JB_DB
   say "clients: Node, BullMQ Queue.add / addBulk(100) in a transaction, jobbuf vs BullMQ (${s}s per run)"
   out=$(node bench/clients/node_bullmq.cjs "redis://127.0.0.1:$JB_REDIS_PORT/0" "$s" "$rounds") || fail "bench/clients/node_bullmq.cjs"

@@ -10,13 +10,7 @@ source "$(dirname "$0")/tools/lib.sh"
 ROOT=$E2E_ROOT
 bash "$ROOT/test/clients/install_node.sh"
 
-pick_python() {
-  local p
-  for p in ${JOBBUF_PYTHON:-} $(command -v python3) /usr/bin/python3; do
-    "$p" -c 'import celery, sqlalchemy, psycopg2, psycopg' 2>/dev/null && { echo "$p"; return; }
-  done
-  echo /usr/bin/python3
-}
+source "$ROOT/test/clients/pick_python.sh"
 
 e2e_start
 export PGHOST=$JB_PGHOST PGPORT=$JB_PGPORT PGUSER=postgres PGDATABASE=$JB_DB
@@ -26,7 +20,7 @@ jb_sql "CREATE TABLE users (id bigserial PRIMARY KEY, email text NOT NULL)" >/de
 WORK=$JB_RUN/work BLOCKS=$JB_RUN/blocks NODE_BLOCKS=$ROOT/clients/node/.doc-blocks
 mkdir -p "$WORK/bin" "$BLOCKS" "$NODE_BLOCKS"
 ln -s "$ROOT/clients" "$WORK/clients"
-ln -s "$(pick_python)" "$WORK/bin/python3"   # the python3 of the install block
+ln -s "$(pick_python "celery, sqlalchemy, psycopg2, psycopg")" "$WORK/bin/python3"   # the python3 of the install block
 trap 'rm -rf "$NODE_BLOCKS" "$ROOT/clients/python/build" "$ROOT"/clients/python/*.egg-info; e2e_cleanup' EXIT
 
 # staged: the jobs in jobbuf.jobs (every queue is paused once created, so

@@ -15,14 +15,8 @@ ROOT=$PWD
 source test/e2e/tools/lib.sh
 source test/consumers/celery/celery.sh
 
-pick_python() {
-  local p
-  for p in ${JOBBUF_PYTHON:-} $(command -v python3) /usr/bin/python3; do
-    "$p" -c 'import celery, django, sqlalchemy, psycopg2, psycopg' 2>/dev/null && { echo "$p"; return; }
-  done
-  echo /usr/bin/python3
-}
-PYTHON=$(pick_python)
+source "$ROOT/test/clients/pick_python.sh"
+PYTHON=$(pick_python "celery, django, sqlalchemy, psycopg2, psycopg")
 export JB_CELERY_PYTHON=$PYTHON
 
 cleanup() {

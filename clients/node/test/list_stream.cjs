@@ -8,17 +8,8 @@
 'use strict';
 
 const fs = require('fs');
-const path = require('path');
-const { createRequire } = require('module');
 const jobbuf = require('..');
-
-const consumers = createRequire(path.join(__dirname, '../../../test/consumers/node/package.json'));
-let failures = 0;
-function check(ok, what, detail) {
-  if (ok) console.log(`ok - ${what}`);
-  else { failures++; console.log(`not ok - ${what}${detail ? `: ${detail}` : ''}`); }
-}
-class Rollback extends Error {}
+const { consumers, check, Rollback, pgTransaction, main } = require('./support.cjs');
 
 async function stagePhase(pgUrl, outFile) {
   const pg = require('pg');
@@ -26,19 +17,7 @@ async function stagePhase(pgUrl, outFile) {
   const knex = require('knex')({ client: 'pg', connection: pgUrl, pool: { min: 0, max: 2 } });
   const expected = [];
   const begins = {
-    pg: async (body) => {
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
-        await body(client);
-        await client.query('COMMIT');
-      } catch (err) {
-        await client.query('ROLLBACK');
-        throw err;
-      } finally {
-        client.release();
-      }
-    },
+    pg: pgTransaction(pool),
     knex: (body) => knex.transaction(body),
   };
   let n = 0;
@@ -122,11 +101,4 @@ async function verifyPhase(redisUrl, expectedFile) {
   }
 }
 
-async function main() {
-  const [mode, ...args] = process.argv.slice(2);
-  if (mode === 'stage') await stagePhase(...args);
-  else if (mode === 'verify') await verifyPhase(...args);
-  else throw new Error('usage: list_stream.cjs stage|verify ...');
-  process.exit(failures ? 1 : 0);
-}
-main().catch((err) => { console.error(err.stack || err); process.exit(2); });
+main({ stage: stagePhase, verify: verifyPhase });

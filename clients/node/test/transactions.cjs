@@ -10,28 +10,9 @@
 'use strict';
 
 const fs = require('fs');
-const path = require('path');
-const { createRequire } = require('module');
 const jobbuf = require('..');
+const { consumers, check, expectThrow, Rollback, pgTransaction, main } = require('./support.cjs');
 
-// The BullMQ Worker's ioredis comes from the real-consumer test package (its pinned versions).
-const consumers = createRequire(path.join(__dirname, '../../../test/consumers/node/package.json'));
-
-let failures = 0;
-function check(ok, what, detail) {
-  if (ok) console.log(`ok - ${what}`);
-  else { failures++; console.log(`not ok - ${what}${detail ? `: ${detail}` : ''}`); }
-}
-async function expectThrow(what, fn, pattern) {
-  try {
-    await fn();
-    check(false, what, 'no error');
-  } catch (err) {
-    check(pattern.test(err.message), what, err.message);
-  }
-}
-
-class Rollback extends Error {}
 const expected = [];
 let txCount = 0;
 
@@ -107,19 +88,7 @@ async function stagePhase(pgUrl, outFile) {
   const pool = new pg.Pool({ connectionString: pgUrl, max: 4 });
 
   // node-postgres: BEGIN / COMMIT or ROLLBACK on one PoolClient.
-  const pgBegin = async (body) => {
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
-      await body(client);
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK');
-      throw err;
-    } finally {
-      client.release();
-    }
-  };
+  const pgBegin = pgTransaction(pool);
   for (let i = 0; i < 40; i++) await runTransaction('pg', pgBegin, mix);
 
   const knex = require('knex')({ client: 'pg', connection: pgUrl, pool: { min: 0, max: 2 } });
@@ -257,11 +226,4 @@ async function verifyPhase(redisUrl, expectedFile, ranFile) {
   check(problems.unexpected.length === 0, 'the Worker ran nothing else', problems.unexpected.slice(0, 5).join(', '));
 }
 
-async function main() {
-  const [mode, ...args] = process.argv.slice(2);
-  if (mode === 'stage') await stagePhase(...args);
-  else if (mode === 'verify') await verifyPhase(...args);
-  else throw new Error(`usage: transactions.cjs stage|verify ...`);
-  process.exit(failures ? 1 : 0);
-}
-main().catch((err) => { console.error(err.stack || err); process.exit(2); });
+main({ stage: stagePhase, verify: verifyPhase });
