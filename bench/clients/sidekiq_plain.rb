@@ -23,7 +23,7 @@ class BenchUser < ActiveRecord::Base
 end
 
 class BenchWelcomeJob
-  include Sidekiq::Worker
+  include Sidekiq::Job
   sidekiq_options queue: "bench_clients"
   def perform(*); end
 end

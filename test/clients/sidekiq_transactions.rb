@@ -24,7 +24,7 @@ def check(ok, what, detail = nil)
 end
 
 class HardJob
-  include Sidekiq::Worker
+  include Sidekiq::Job
 end
 
 def stage(out_file)
