@@ -17,7 +17,7 @@ export PGHOST=$JB_PGHOST PGPORT=$JB_PGPORT PGUSER=postgres PGDATABASE=$JB_DB
 export DATABASE_URL="postgres://postgres@127.0.0.1:$JB_PGPORT/$JB_DB" REDIS_URL="redis://127.0.0.1:$JB_REDIS_PORT/0"
 jb_sql "CREATE TABLE users (id bigserial PRIMARY KEY, email text NOT NULL)" >/dev/null
 
-WORK=$JB_RUN/work BLOCKS=$JB_RUN/blocks NODE_BLOCKS=$ROOT/clients/node/.doc-blocks
+WORK=$JB_RUN/work BLOCKS=$JB_RUN/blocks NODE_BLOCKS=$ROOT/clients/node/.doc-blocks/$$
 mkdir -p "$WORK/bin" "$BLOCKS" "$NODE_BLOCKS"
 ln -s "$ROOT/clients" "$WORK/clients"
 ln -s "$(pick_python "celery, sqlalchemy, psycopg2, psycopg")" "$WORK/bin/python3"   # the python3 of the install block
