@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The code blocks of docs/clients.md and of the README's "Clients" section run as written
 # (test/clients/doc_blocks.rb extracts them), in order, against the harness's servers: sql with
-# psql, sh with bash from a directory where ./clients is the repository's (the Python install
+# psql, sh with bash from a directory holding a copy of clients/python (the Python install
 # block makes the .venv the python blocks then run with), js as ES modules inside clients/node
 # (where `jobbuf`, pg and Knex resolve), python with that .venv, ruby with clients/ruby/lib on
 # the load path. Each js, python and ruby block must stage at least one job. Blocks marked
@@ -19,9 +19,9 @@ jb_sql "CREATE TABLE users (id bigserial PRIMARY KEY, email text NOT NULL)" >/de
 
 WORK=$JB_RUN/work BLOCKS=$JB_RUN/blocks NODE_BLOCKS=$ROOT/clients/node/.doc-blocks/$$
 mkdir -p "$WORK/bin" "$BLOCKS" "$NODE_BLOCKS"
-ln -s "$ROOT/clients" "$WORK/clients"
+mkdir "$WORK/clients" && cp -r "$ROOT/clients/python" "$WORK/clients/python"   # pip builds in the tree it installs
 ln -s "$(pick_python "celery, sqlalchemy, psycopg2, psycopg")" "$WORK/bin/python3"   # the python3 of the install block
-trap 'rm -rf "$NODE_BLOCKS" "$ROOT/clients/python/build" "$ROOT"/clients/python/*.egg-info; e2e_cleanup' EXIT
+trap 'rm -rf "$NODE_BLOCKS"; e2e_cleanup' EXIT
 
 # staged: the jobs in jobbuf.jobs (every queue is paused once created, so
 # nothing is delivered and dropped while the blocks run)

@@ -29,10 +29,11 @@ export PGHOST=$JB_PGHOST PGPORT=$JB_PGPORT PGUSER=postgres PGDATABASE=$JB_DB
 export JOBBUF_CELERY_BROKER=redis://127.0.0.1:$JB_REDIS_PORT/0
 
 # The install command of docs/clients.md, into this run's directory.
+# (from a copy: pip builds inside the tree it installs)
 VENV=$JB_RUN/venv
+cp -r "$ROOT/clients/python" "$JB_RUN/python-client"
 check "the package installs offline into a --system-site-packages venv ($PYTHON)" \
-  bash -c "'$PYTHON' -m venv --system-site-packages '$VENV' && '$VENV/bin/pip' install --no-build-isolation --no-index '$ROOT/clients/python' >'$JB_RUN/pip.log' 2>&1"
-rm -rf "$ROOT/clients/python/build" "$ROOT"/clients/python/*.egg-info
+  bash -c "'$PYTHON' -m venv --system-site-packages '$VENV' && '$VENV/bin/pip' install --no-build-isolation --no-index '$JB_RUN/python-client' >'$JB_RUN/pip.log' 2>&1"
 
 jb_psql -q >/dev/null <<'SQL'
 SELECT jobbuf_create_queue('tasks', 'celery');
