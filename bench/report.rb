@@ -116,6 +116,16 @@ end
   add.("drain #{r["fw_jobs"]} jobs into #{fw} (jobs/s)", j, own, o, j / o, "jobbuf ahead", j > o)
 end
 
+[["clients_node_add", "Queue.add in a txn, 1 Node process (jobs/s)", "BullMQ's Queue.add"],
+ ["clients_node_addbulk", "Queue.addBulk(100) in a txn, 1 Node process (jobs/s)", "BullMQ's Queue.addBulk"],
+ ["clients_celery", "apply_async in a txn, 1 Python process (tasks/s)", "Celery's apply_async"],
+ ["clients_sidekiq", "perform_async in a txn, 1 Ruby process (jobs/s)", "Sidekiq's perform_async"]].each do |key, figure, own|
+  next unless num(r["#{key}_jobbuf"])
+  own_key = r.keys.find { |k| k.start_with?("#{key}_") && k != "#{key}_jobbuf" }
+  j, o = num(r["#{key}_jobbuf"]), num(r[own_key])
+  add.(figure, j, own, o, o ? j / o : nil, "(info)", nil)
+end
+
 headers = ["figure", "jobbuf", "comparison", "value", "ratio", "target", "met"]
 widths = headers.each_index.map { |i| ([headers[i]] + rows.map { |x| x[i].to_s }).map(&:length).max }
 line = ->(cells) { cells.each_with_index.map { |c, i| i == 0 || i == 2 || i == 5 ? c.to_s.ljust(widths[i]) : c.to_s.rjust(widths[i]) }.join(" | ") }

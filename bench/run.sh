@@ -14,11 +14,12 @@
 #   BENCH_SUSTAIN_SECONDS [60]     each sustained run (normal, then with a held transaction; 600 for the full run)
 #   BENCH_SUSTAIN_RATE []          jobs/s offered in the sustained runs [70% of what staging and drain sustain together]
 #   BENCH_FSYNC [off]              fsync of the benchmark cluster (synchronous_commit is always on)
-#   BENCH_PHASES [drain staging latency sustain activejob redisprod frameworks databases]   a subset to run; add "profile" for a perf profile
+#   BENCH_PHASES [drain staging latency sustain activejob redisprod frameworks databases clients]   a subset to run; add "profile" for a perf profile
 #   BENCH_AJ_SECONDS [5] BENCH_AJ_ROUNDS [2]   each run and the rounds of the activejob phase
 #   BENCH_REDISPROD_JOBS [BENCH_JOBS/4]  jobs per drain of the redisprod phase (TLS vs plain, min_replicas)
 #   BENCH_FW_JOBS [100000]         jobs of the frameworks phase (BENCH_PHASES=frameworks: jobbuf into
 #                                  BullMQ and Celery vs Queue.addBulk and apply_async)
+#   BENCH_CLIENTS_SECONDS [5] BENCH_CLIENTS_ROUNDS [2]   each run and the rounds of the clients phase
 #   BENCH_DB_JOBS [500000]         jobs per database in the "databases" phase (one vs two databases draining)
 #   BENCH_DB_COUNT [50]            databases with the extension for the "databases" phase's wake-up latency
 #   BENCH_BUILD [1]                0: skip `make && make install` (use the installed extension)
@@ -37,7 +38,7 @@ BENCH_LAT_SECONDS=${BENCH_LAT_SECONDS:-10}
 BENCH_SUSTAIN_SECONDS=${BENCH_SUSTAIN_SECONDS:-60}
 BENCH_SUSTAIN_RATE=${BENCH_SUSTAIN_RATE:-}
 BENCH_FSYNC=${BENCH_FSYNC:-off}
-BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain activejob redisprod frameworks databases}
+BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain activejob redisprod frameworks databases clients}
 BENCH_DB_JOBS=${BENCH_DB_JOBS:-500000}
 BENCH_DB_COUNT=${BENCH_DB_COUNT:-50}
 BENCH_BUILD=${BENCH_BUILD:-1}
@@ -548,6 +549,39 @@ phase_frameworks() {
   printf '%-10s %14s %16s\n' Celery "$(sed -n 's/^fw_celery_jobbuf=//p' "$RESULTS")" "$(sed -n 's/^fw_celery_own=//p' "$RESULTS")"
 }
 
+# --- clients: each client's enqueue inside a transaction vs the framework's own producer -------
+# One process each (bench/clients/): a transaction inserting a row and enqueuing, through the
+# client (staged; the worker, running, delivers after the commit) or the framework's own producer
+# (pushed to Redis from inside the transaction).
+phase_clients() {
+  local s=${BENCH_CLIENTS_SECONDS:-5} rounds=${BENCH_CLIENTS_ROUNDS:-2} out python
+  bash test/clients/install_node.sh >/dev/null || fail "installing the Node client's dependencies"
+  worker_enabled on
+  jb_psql -q >/dev/null <<'SQL'
+CREATE TABLE IF NOT EXISTS bench_clients_users (id bigserial PRIMARY KEY, email text NOT NULL);
+SELECT jobbuf_create_queue('bench_clients_bq', 'bullmq', '{"bullmq_queue": "bench_clients"}') WHERE NOT EXISTS (SELECT FROM jobbuf.queues WHERE name = 'bench_clients_bq');
+SELECT jobbuf_create_queue('bench_clients_cq', 'celery', '{"celery_queue": "bench_clients"}') WHERE NOT EXISTS (SELECT FROM jobbuf.queues WHERE name = 'bench_clients_cq');
+SELECT jobbuf_create_queue('bench_clients_sq', 'sidekiq', '{"sidekiq_queue": "bench_clients"}') WHERE NOT EXISTS (SELECT FROM jobbuf.queues WHERE name = 'bench_clients_sq');
+SQL
+  source test/clients/pick_python.sh
+  python=$(pick_python "celery, psycopg2")
+  export PGHOST=$JB_PGHOST PGPORT=$JB_PGPORT PGUSER=postgres PGDATABASE=$JB_DB
+  say "clients: Node, BullMQ Queue.add / addBulk(100) in a transaction, jobbuf vs BullMQ (${s}s per run)"
+  out=$(node bench/clients/node_bullmq.cjs "redis://127.0.0.1:$JB_REDIS_PORT/0" "$s" "$rounds") || fail "bench/clients/node_bullmq.cjs"
+  grep -v = <<<"$out"; grep = <<<"$out" >>"$RESULTS"
+  say "clients: Python, Celery apply_async in a transaction, jobbuf vs Celery (${s}s per run)"
+  out=$(PYTHONPATH=$PWD/clients/python "$python" bench/clients/python_celery.py "redis://127.0.0.1:$JB_REDIS_PORT/0" "$s" "$rounds") \
+    || fail "bench/clients/python_celery.py"
+  grep -v = <<<"$out"; grep = <<<"$out" >>"$RESULTS"
+  say "clients: Ruby, Sidekiq perform_async in a transaction, jobbuf vs Sidekiq (${s}s per run)"
+  out=$(REDIS_URL="redis://127.0.0.1:$JB_REDIS_PORT/0" ruby bench/clients/sidekiq_plain.rb "$s" "$rounds") || fail "bench/clients/sidekiq_plain.rb"
+  grep -v = <<<"$out"; grep = <<<"$out" >>"$RESULTS"
+  wait_queue_empty bench_clients_bq 60; wait_queue_empty bench_clients_cq 60; wait_queue_empty bench_clients_sq 60
+  jb_redis --scan --pattern 'bull:bench_clients*' | xargs -r -n 1000 redis-cli -p "$JB_REDIS_PORT" unlink >/dev/null
+  jb_redis unlink bench_clients queue:bench_clients >/dev/null
+  jb_sql "DROP TABLE bench_clients_users" >/dev/null
+}
+
 # --- 6. every database: one drain worker per database ------------------------------------------
 # drain_databases DB...: the jobs staged (worker disabled) in each DB's queue bench_db, drained at
 # once; prints the jobs/s of all of them together.
@@ -615,6 +649,7 @@ has_phase activejob && phase_activejob
 has_phase redisprod && phase_redisprod
 has_phase frameworks && phase_frameworks
 has_phase databases && phase_databases
+has_phase clients && phase_clients
 
 say "summary"
 echo "uptime at end: $(uptime)"
