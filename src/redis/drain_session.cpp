@@ -140,9 +140,16 @@ SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, boo
                                                                       : SessionReport::Status::Unavailable;
             return report_of(kind, status.message);
         }
-        std::string warning;
+        bool taken = false;
+        SessionReport lease = take_lease(session, waiter, &taken);
+        if (lease.status != SessionReport::Status::Ok)
+            return lease;
+        std::string warning = lease.message;  // a lease that cannot be taken at all: a warning
+        std::string fence_warning;
         status = fence_previous_connections(session->connection, session->client_name,
-                                            session->timeout_ms, waiter, &warning);
+                                            session->timeout_ms, waiter, &fence_warning);
+        if (!fence_warning.empty())
+            warning = warning.empty() ? fence_warning : warning + "; " + fence_warning;
         if (!status.ok()) {
             auto kind = status.code == RedisStatus::Code::Interrupted ? SessionReport::Status::Interrupted
                                                                       : SessionReport::Status::Unavailable;

@@ -54,7 +54,18 @@ SessionReport drain_session_configure(DrainSession* session, const SessionSettin
 // Sets the key of the batch marker; true when it changed (the caller then reconciles).
 bool drain_session_set_marker_key(DrainSession* session, const char* marker_key) noexcept;
 
-// Connects if not connected, and fences off the worker's earlier connections. Ok when connected
+// The delivery lease: which cluster delivers this installation's jobs to this Redis
+// (session_lease.cpp). lease_value names this cluster (host, port, data directory, system
+// identifier: a restarted cluster is the same holder, a clone is another). Set before connecting;
+// true when it changed (the connection is then dropped: the next one takes the new lease first).
+bool drain_session_set_lease(DrainSession* session, const char* lease_key, const char* lease_value) noexcept;
+
+// Refreshes the lease (it lasts twice jobbuf.redis_timeout). Refused, with the connection closed,
+// when another cluster holds it: nothing may be pushed.
+SessionReport drain_session_keep_lease(DrainSession* session, IoWaiter& waiter) noexcept;
+
+// Connects if not connected, takes the delivery lease (Refused while another cluster holds it: it
+// then neither fences nor reads the marker), and fences off the worker's earlier connections. Ok when connected
 // (then *fresh tells whether it just connected; a non-empty message on a fresh connection is a
 // warning that fencing is unavailable).
 SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, bool* fresh) noexcept;

@@ -1,6 +1,7 @@
 // Pure C++ regime: the DrainSession behind drain_session.h's plain-data interface, and the
-// helpers its three files share (drain_session.cpp: configure, connect, deliver;
-// session_marker.cpp: the delivery marker; replica_ack.cpp: WAIT for replicas and READONLY).
+// helpers its files share (drain_session.cpp: configure, connect, deliver; session_marker.cpp:
+// the delivery marker; session_lease.cpp: the delivery lease; replica_ack.cpp: WAIT for replicas
+// and READONLY).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -30,6 +31,8 @@ public:
     std::size_t max_bulk_bytes = kDefaultMaxBulkBytes;      // in effect: the lower of these two
     std::size_t refused_bulk_bytes = kDefaultMaxBulkBytes;  // learned from protocol errors
     std::string client_name;  // names every connection of this worker (see connection_fence.h)
+    std::string lease_key;    // the delivery lease (session_lease.cpp); empty: none
+    std::string lease_value;  // this cluster, as the lease names its holder
 };
 
 // A report with a one-line message.
@@ -52,5 +55,13 @@ SessionReport take_replica_wait(const DrainSession* session, std::vector<RedisRe
 
 // Drops the connection when a reply says the server is a replica now (READONLY).
 void leave_a_replica(DrainSession* session, const std::vector<RedisReply>& replies);
+
+// The delivery lease's lifetime: twice jobbuf.redis_timeout.
+long lease_lifetime_ms(const DrainSession* session);
+
+// Takes or refreshes the delivery lease (session_lease.cpp); *taken when it was free. Refused,
+// with the connection closed, while another cluster holds it; Ok with a message (a warning) when
+// this Redis user may not run scripts.
+SessionReport take_lease(DrainSession* session, IoWaiter& waiter, bool* taken);
 
 }  // namespace jobbuf::redis

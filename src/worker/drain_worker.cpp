@@ -53,6 +53,8 @@ struct WorkerState {
     MemoryContext queue_cxt;       // the active queue list, reset when it is reloaded
     bool reconcile_needed;
     char client_name[128];
+    char lease_value[MAXPGPATH + 384];  // this cluster, as the delivery lease names it
+    TimestampTz lease_kept_at;          // when the lease was last taken or refreshed
     uint32 rotation;
     bool fencing_warned;
 };
@@ -150,6 +152,7 @@ bool ensure_redis(void)
         return false;
     }
     if (fresh) {
+        state->lease_kept_at = GetCurrentTimestamp();  // connecting took the lease
         state->reconcile_needed = true;  // a batch may have been cut off by the last disconnect
         redis_succeeded(state->ctx.session);
         if (report.message[0] != '\0' && !state->fencing_warned) {
@@ -237,7 +240,44 @@ int load_pass(ActiveQueue** queues, bool reload, bool* reloaded)
     }
     if (jobbuf::redis::drain_session_set_marker_key(state->ctx.session, marker_key()))
         state->reconcile_needed = true;
+    char client_name[sizeof(state->client_name)];
+    worker_client_name(client_name, sizeof(client_name));
+    if (strcmp(client_name, state->client_name) != 0) {
+        strlcpy(state->client_name, client_name, sizeof(state->client_name));
+        apply_settings();  // the next connection carries the name
+    }
+    if (jobbuf::redis::drain_session_set_lease(state->ctx.session, lease_key(), state->lease_value))
+        state->reconcile_needed = true;
     return nqueues;
+}
+
+// The delivery lease lasts twice jobbuf.redis_timeout; it is refreshed once a quarter of that has
+// passed (before a batch, and by an idle worker, whose sleep is capped to that quarter).
+long lease_refresh_ms(void)
+{
+    return Max(jobbuf_redis_timeout / 2, 1);
+}
+
+// Refreshes the delivery lease when due. False when another cluster holds it (one WARNING per
+// holder, through redis_failed) or Redis failed: nothing may be pushed now.
+bool keep_lease(void)
+{
+    TimestampTz now = GetCurrentTimestamp();
+    if (!TimestampDifferenceExceeds(state->lease_kept_at, now, static_cast<int>(lease_refresh_ms())))
+        return true;
+    SessionReport report = jobbuf::redis::drain_session_keep_lease(state->ctx.session, *state->ctx.waiter);
+    if (!run_guarded([] { state->ctx.waiter->raise_pending(); })) {
+        database_failed();
+        return false;
+    }
+    if (report.status == SessionReport::Status::Interrupted)
+        return false;
+    if (report.status != SessionReport::Status::Ok) {
+        redis_failed(state->ctx.session, report.message);
+        return false;
+    }
+    state->lease_kept_at = now;
+    return true;
 }
 
 // Marks the queues that commits staged into since the last look as pending (every queue on a
@@ -283,7 +323,7 @@ long drain_round(void)
         note_staged_work(queues, nqueues, full || reloaded);
         if (nqueues == 0)
             break;
-        if (!ensure_redis() || !reconcile_if_needed())
+        if (!ensure_redis() || !keep_lease() || !reconcile_if_needed())
             return redis_backoff_ms();
 
         uint32 start = state->rotation++;
@@ -296,6 +336,8 @@ long drain_round(void)
             reload_settings_if_asked();
             if (!jobbuf_enabled || drain_worker_must_leave())
                 return sleep_ms;
+            if (!keep_lease())
+                return redis_backoff_ms();
             BatchResult result{};
             bool restarted = progress->restarted && !q->group_delivery;
             bool from_head = progress->after_id == 0;
@@ -334,6 +376,9 @@ long drain_round(void)
     round_finished(locked_out);
     if (delivered_any)
         redis_succeeded(state->ctx.session);
+    // An idle worker keeps its lease: it wakes before a quarter of its lifetime has passed.
+    if (jobbuf::redis::drain_session_connected(state->ctx.session))
+        sleep_ms = Min(sleep_ms, lease_refresh_ms());
     return locked_out ? kMinBackoffMs : sleep_ms;
 }
 
@@ -358,6 +403,7 @@ void jobbuf_drain_main(Datum arg)
     state->ctx.waiter = new (waiter_memory) LatchIoWaiter();
     state->reconcile_needed = true;
     worker_client_name(state->client_name, sizeof(state->client_name));
+    worker_lease_value(state->lease_value, sizeof(state->lease_value));
 
     pin_worker_session();
     on_shmem_exit(unpublish_worker, (Datum) 0);
