@@ -22,6 +22,7 @@ struct SessionReport {
         Refused,      // Redis answered but refused the whole unit (OOM, EXECABORT): retry later
         Interrupted,  // shutdown requested while waiting
         BadConfig,    // jobbuf.redis_url does not parse
+        Held,         // another cluster holds the delivery lease (drain_session_set_lease): nothing sent
     };
     Status status = Status::Ok;
     char message[kMessageLen] = {0};  // one line, never the password
@@ -60,11 +61,11 @@ bool drain_session_set_marker_key(DrainSession* session, const char* marker_key)
 // true when it changed (the connection is then dropped: the next one takes the new lease first).
 bool drain_session_set_lease(DrainSession* session, const char* lease_key, const char* lease_value) noexcept;
 
-// Refreshes the lease (it lasts twice jobbuf.redis_timeout). Refused, with the connection closed,
+// Refreshes the lease (it lasts twice jobbuf.redis_timeout). Held, with the connection closed,
 // when another cluster holds it: nothing may be pushed.
 SessionReport drain_session_keep_lease(DrainSession* session, IoWaiter& waiter) noexcept;
 
-// Connects if not connected, takes the delivery lease (Refused while another cluster holds it: it
+// Connects if not connected, takes the delivery lease (Held while another cluster holds it: it
 // then neither fences nor reads the marker), and fences off the worker's earlier connections. Ok when connected
 // (then *fresh tells whether it just connected; a non-empty message on a fresh connection is a
 // warning that fencing is unavailable).

@@ -61,7 +61,7 @@ SessionReport take_lease(DrainSession* session, IoWaiter& waiter, bool* taken)
         return {};
     }
     session->connection.close();  // nothing more on this connection: no fence, no marker, no push
-    return report_of(SessionReport::Status::Refused,
+    return report_of(SessionReport::Status::Held,
                      "another PostgreSQL cluster with this database's jobbuf installation identity delivers its jobs to "
                      "this Redis (" + reply.elements[1].str + "); this one (" + session->lease_value +
                      ") does not deliver while it does. If this cluster is a copy meant to live on (a pg_basebackup or "

@@ -59,7 +59,7 @@ void leave_a_replica(DrainSession* session, const std::vector<RedisReply>& repli
 // The delivery lease's lifetime: twice jobbuf.redis_timeout.
 long lease_lifetime_ms(const DrainSession* session);
 
-// Takes or refreshes the delivery lease (session_lease.cpp); *taken when it was free. Refused,
+// Takes or refreshes the delivery lease (session_lease.cpp); *taken when it was free. Held,
 // with the connection closed, while another cluster holds it; Ok with a message (a warning) when
 // this Redis user may not run scripts.
 SessionReport take_lease(DrainSession* session, IoWaiter& waiter, bool* taken);

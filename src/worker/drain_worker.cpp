@@ -55,6 +55,7 @@ struct WorkerState {
     char client_name[128];
     char lease_value[MAXPGPATH + 384];  // this cluster, as the delivery lease names it
     TimestampTz lease_kept_at;          // when the lease was last taken or refreshed
+    TimestampTz lease_held_since;       // when another cluster was first found holding it (0: not)
     uint32 rotation;
     bool fencing_warned;
 };
@@ -129,6 +130,21 @@ void database_failed(void)
     delay_redis_attempts(kErrorBackoffMs);
 }
 
+// Another cluster holds the delivery lease. A holder that stopped (a standby promoted after its
+// primary stopped, a restart elsewhere) lets it expire within its lifetime, twice
+// jobbuf.redis_timeout: only a lease still held after that is a live twin, said in one WARNING
+// (redis_failed). Until then the worker retries quietly.
+void lease_held_elsewhere(const char* message)
+{
+    TimestampTz now = GetCurrentTimestamp();
+    if (state->lease_held_since == 0)
+        state->lease_held_since = now;
+    if (TimestampDifferenceExceeds(state->lease_held_since, now, 2 * jobbuf_redis_timeout))
+        redis_failed(state->ctx.session, message);
+    else
+        delay_redis_attempts(Max(jobbuf_redis_timeout / 4, 1));
+}
+
 bool ensure_redis(void)
 {
     bool fresh = false;
@@ -147,12 +163,17 @@ bool ensure_redis(void)
         delay_redis_attempts(kMaxBackoffMs);
         return false;
     }
+    if (report.status == SessionReport::Status::Held) {
+        lease_held_elsewhere(report.message);
+        return false;
+    }
     if (report.status != SessionReport::Status::Ok) {
         redis_failed(state->ctx.session, report.message);
         return false;
     }
     if (fresh) {
         state->lease_kept_at = GetCurrentTimestamp();  // connecting took the lease
+        state->lease_held_since = 0;
         state->reconcile_needed = true;  // a batch may have been cut off by the last disconnect
         redis_succeeded(state->ctx.session);
         if (report.message[0] != '\0' && !state->fencing_warned) {
@@ -272,11 +293,16 @@ bool keep_lease(void)
     }
     if (report.status == SessionReport::Status::Interrupted)
         return false;
+    if (report.status == SessionReport::Status::Held) {
+        lease_held_elsewhere(report.message);
+        return false;
+    }
     if (report.status != SessionReport::Status::Ok) {
         redis_failed(state->ctx.session, report.message);
         return false;
     }
     state->lease_kept_at = now;
+    state->lease_held_since = 0;
     return true;
 }
 
