@@ -20,6 +20,7 @@
 #include "drop_database_guard.h"
 #include "extension_version.h"
 #include "worker/problem_log.h"
+#include "refused_settings.h"
 #include "settings.h"
 #include "shared_state.h"
 #include "worker/worker_session.h"
@@ -54,6 +55,7 @@ struct WorkerState {
     char client_name[128];
     uint32 rotation;
     bool fencing_warned;
+    char config_problem[kStatusErrorLen];  // why the Redis settings are unusable; empty: they are usable
 };
 
 WorkerState* state = nullptr;
@@ -91,7 +93,12 @@ void apply_settings(void)
     char sentinel_password[1024];
     char error[512];
     SessionReport report;
-    if (!read_redis_password(password, sizeof(password), error, sizeof(error)) ||
+    if (describe_refused_setting(error, sizeof(error))) {
+        // Given but refused: Postgres put another value in its place, which nobody chose.
+        report.status = SessionReport::Status::BadConfig;
+        strlcpy(report.message, error, sizeof(report.message));
+        jobbuf::redis::drain_session_unconfigure(state->ctx.session);
+    } else if (!read_redis_password(password, sizeof(password), error, sizeof(error)) ||
         !read_sentinel_password(sentinel_password, sizeof(sentinel_password), error, sizeof(error))) {
         report.status = SessionReport::Status::BadConfig;
         strlcpy(report.message, error, sizeof(report.message));
@@ -102,10 +109,14 @@ void apply_settings(void)
     }
     explicit_bzero(password, sizeof(password));
     explicit_bzero(sentinel_password, sizeof(sentinel_password));
-    if (report.status == SessionReport::Status::BadConfig)
-        report_problem(ProblemKind::Config, report.message);
-    else
-        report_recovered(ProblemKind::Config, "jobbuf.redis_url is valid again");
+    if (report.status == SessionReport::Status::BadConfig) {
+        strlcpy(state->config_problem, report.message, sizeof(state->config_problem));
+        shared_state_set_redis_connected(false);
+        report_problem(ProblemKind::Settings, report.message);
+    } else {
+        state->config_problem[0] = '\0';
+        report_recovered(ProblemKind::Settings, "the Redis settings are valid again");
+    }
     delay_redis_attempts(0);  // a new configuration deserves an immediate attempt
 }
 
@@ -114,6 +125,7 @@ void reload_settings_if_asked(void)
     if (ConfigReloadPending) {
         ConfigReloadPending = false;
         ProcessConfigFile(PGC_SIGHUP);
+        forget_fixed_refusals();
         leave_if_database_settings_changed();
         apply_settings();
     }
@@ -140,7 +152,7 @@ bool ensure_redis(void)
     if (report.status == SessionReport::Status::Interrupted)
         return false;
     if (report.status == SessionReport::Status::BadConfig) {
-        report_problem(ProblemKind::Config, report.message);
+        report_problem(ProblemKind::Settings, state->config_problem[0] != '\0' ? state->config_problem : report.message);
         delay_redis_attempts(kMaxBackoffMs);
         return false;
     }
@@ -355,6 +367,7 @@ void jobbuf_drain_main(Datum arg)
     worker_client_name(state->client_name, sizeof(state->client_name));
 
     pin_worker_session();
+    note_refused_remembered_settings();
     on_shmem_exit(unpublish_worker, (Datum) 0);
     publish_worker();
     apply_settings();
