@@ -144,8 +144,11 @@ SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, boo
         status = fence_previous_connections(session->connection, session->client_name,
                                             session->timeout_ms, waiter, &warning);
         if (!status.ok()) {
+            session->connection.close();  // Redis may refuse every command (NOAUTH): not connected
             auto kind = status.code == RedisStatus::Code::Interrupted ? SessionReport::Status::Interrupted
                                                                       : SessionReport::Status::Unavailable;
+            if (status.code == RedisStatus::Code::AuthFailed)
+                return report_of(kind, "Redis at " + session->endpoint.redacted() + " " + status.message);
             return report_of(kind, "fencing earlier connections: " + status.message);
         }
         status = read_max_bulk_bytes(session, waiter);
@@ -180,6 +183,16 @@ std::size_t drain_session_max_bulk_bytes(const DrainSession* session) noexcept
 bool drain_session_connected(const DrainSession* session) noexcept
 {
     return session->connection.connected();
+}
+
+int drain_session_socket(const DrainSession* session) noexcept
+{
+    return session->connection.fd();
+}
+
+bool drain_session_check_open(DrainSession* session) noexcept
+{
+    return session->connection.still_open();
 }
 
 void drain_session_disconnect(DrainSession* session) noexcept

@@ -138,6 +138,13 @@ void database_failed(void)
     delay_redis_attempts(kErrorBackoffMs);
 }
 
+// Redis closed the idle connection: not connected any more; the next round connects again.
+void connection_lost(void)
+{
+    shared_state_set_redis_connected(false);
+    state->reconcile_needed = true;
+}
+
 bool ensure_redis(void)
 {
     bool fresh = false;
@@ -390,8 +397,14 @@ void jobbuf_drain_main(Datum arg)
 
         if (state->ctx.waiter->take_wakeup() && next_redis_attempt() <= GetCurrentTimestamp())
             continue;  // a commit arrived while we talked to Redis: scan again
-        int rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, sleep_ms, PG_WAIT_EXTENSION);
+        // Waits on the Redis socket too: a connection that Redis closes while the worker idles
+        // shows as such in jobbuf_worker_status() at once, not at the next batch.
+        int socket = jobbuf::redis::drain_session_socket(state->ctx.session);
+        int events = WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH | (socket >= 0 ? WL_SOCKET_READABLE : 0);
+        int rc = WaitLatchOrSocket(MyLatch, events, socket, sleep_ms, PG_WAIT_EXTENSION);
         ResetLatch(MyLatch);
+        if ((rc & WL_SOCKET_READABLE) && !jobbuf::redis::drain_session_check_open(state->ctx.session))
+            connection_lost();
         if ((rc & WL_LATCH_SET) && jobbuf_shared)
             pg_atomic_fetch_add_u64(&jobbuf_shared->wakeups, 1);
     }
