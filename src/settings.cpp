@@ -121,8 +121,9 @@ void jobbuf_define_settings(void)
 
     DefineCustomStringVariable(
         "jobbuf.redis_url", "Redis server the jobbuf worker pushes jobs to.",
-        "redis[s]://[[user]:password@]host[:port][/db], unix:///path[?db=N], or "
-        "redis[s]+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]",
+        "redis[s]://[user[:password]@]host[:port][/db], unix:///path[?db=N], or "
+        "redis[s]+sentinel://[user[:password]@]host[:port][,host[:port]...]/master[/db]; "
+        "a user without a password takes it from jobbuf.redis_password_file",
         &jobbuf_redis_url, "redis://127.0.0.1:6379/0", PGC_SUSET, GUC_SUPERUSER_ONLY,
         check_redis_url, nullptr, nullptr);
 

@@ -107,6 +107,13 @@ SessionReport drain_session_configure(DrainSession* session, const SessionSettin
         }
         if (settings.password != nullptr)
             endpoint.password = settings.password;
+        if (!endpoint.user.empty() && endpoint.password.empty()) {
+            session->configured = false;
+            session->connection.close();
+            return report_of(SessionReport::Status::BadConfig,
+                             "jobbuf.redis_url names a Redis user without a password: set jobbuf.redis_password_file "
+                             "(for the server, or for the database with ALTER DATABASE ... SET)");
+        }
         endpoint.tls_options.verify = static_cast<TlsOptions::Verify>(settings.tls_verify);
         endpoint.tls_options.ca_file = settings.tls_ca_file;
         endpoint.tls_options.cert_file = settings.tls_cert_file;
