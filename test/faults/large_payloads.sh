@@ -125,7 +125,8 @@ mark=$(log_mark)
 lowered_id=$(jb_sql "SELECT jobbuf_stage('big', jsonb_build_object('s', repeat('z', 3 * $MB)))")
 jb_sql "SELECT jobbuf_stage('big', '{\"small\": 4}')" >/dev/null
 expect_delivered "the small job behind it is delivered" jobbuf:big 3 10
-expect_eq "the 3 MB job is in jobbuf.dead" "$(jb_sql "SELECT count(*) FROM jobbuf.dead WHERE id = $lowered_id")" 1
+check "the 3 MB job is in jobbuf.dead" \
+  jb_wait_until "[ \"\$(jb_sql \"SELECT count(*) FROM jobbuf.dead WHERE id = $lowered_id\")\" = 1 ]" 10
 lowered_log=$(log_since "$mark" | grep 'jobbuf:')
 expect_le "at most three log lines for it" "$(grep -c . <<<"$lowered_log")" 3
 sed -E 's/^[^]]*\] /    log: /' <<<"$lowered_log"
