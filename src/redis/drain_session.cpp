@@ -107,6 +107,13 @@ SessionReport drain_session_configure(DrainSession* session, const SessionSettin
         }
         if (settings.password != nullptr)
             endpoint.password = settings.password;
+        if (!endpoint.user.empty() && endpoint.password.empty()) {
+            session->configured = false;
+            session->connection.close();
+            return report_of(SessionReport::Status::BadConfig,
+                             "jobbuf.redis_url names a Redis user without a password: set jobbuf.redis_password_file "
+                             "(for the server, or for the database with ALTER DATABASE ... SET)");
+        }
         endpoint.tls_options.verify = static_cast<TlsOptions::Verify>(settings.tls_verify);
         endpoint.tls_options.ca_file = settings.tls_ca_file;
         endpoint.tls_options.cert_file = settings.tls_cert_file;
@@ -151,8 +158,11 @@ SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, boo
         if (!fence_warning.empty())
             warning = warning.empty() ? fence_warning : warning + "; " + fence_warning;
         if (!status.ok()) {
+            session->connection.close();  // Redis may refuse every command (NOAUTH): not connected
             auto kind = status.code == RedisStatus::Code::Interrupted ? SessionReport::Status::Interrupted
                                                                       : SessionReport::Status::Unavailable;
+            if (status.code == RedisStatus::Code::AuthFailed)
+                return report_of(kind, "Redis at " + session->endpoint.redacted() + " " + status.message);
             return report_of(kind, "fencing earlier connections: " + status.message);
         }
         status = read_max_bulk_bytes(session, waiter);
@@ -187,6 +197,16 @@ std::size_t drain_session_max_bulk_bytes(const DrainSession* session) noexcept
 bool drain_session_connected(const DrainSession* session) noexcept
 {
     return session->connection.connected();
+}
+
+int drain_session_socket(const DrainSession* session) noexcept
+{
+    return session->connection.fd();
+}
+
+bool drain_session_check_open(DrainSession* session) noexcept
+{
+    return session->connection.still_open();
 }
 
 void drain_session_disconnect(DrainSession* session) noexcept

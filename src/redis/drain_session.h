@@ -73,6 +73,12 @@ SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, boo
 
 bool drain_session_connected(const DrainSession* session) noexcept;
 
+// The connection's socket, for the caller to wait on while idle (-1 when not connected); when it
+// becomes readable, drain_session_check_open says whether the connection survived (see
+// RedisConnection::still_open).
+int drain_session_socket(const DrainSession* session) noexcept;
+bool drain_session_check_open(DrainSession* session) noexcept;
+
 // The longest bulk string Redis accepts: its proto-max-bulk-len, read with CONFIG GET on every
 // fresh connection (512 MB, Redis's default, when CONFIG is not allowed), lowered when Redis
 // refuses a request with a protocol error and closes the connection (see drain_session_deliver).

@@ -109,22 +109,26 @@ bool all_chars(std::string_view text, bool (*is_char)(char))
     return std::all_of(text.begin(), text.end(), is_char);
 }
 
-// "[user]:password" (both percent-decoded). A user needs a password.
+// "[user]:password" or "user" (percent-decoded). A user alone takes its password from
+// jobbuf.redis_password_file (drain_session_configure refuses it without one).
 bool parse_userinfo(std::string_view info, RedisEndpoint* ep, std::string* error)
 {
     std::size_t colon = info.find(':');
-    if (colon == std::string_view::npos) {
-        *error = "Redis URL credentials must be written \":password@\" or \"user:password@\"";
-        return false;
-    }
     if (!percent_decode(info.substr(0, colon), &ep->user) ||
-        !percent_decode(info.substr(colon + 1), &ep->password)) {
+        (colon != std::string_view::npos && !percent_decode(info.substr(colon + 1), &ep->password))) {
         *error = "malformed percent-escape in Redis URL credentials";
         return false;
     }
+    if (colon == std::string_view::npos) {
+        if (ep->user.empty()) {
+            *error = "empty user in Redis URL (write user@host, :password@host or user:password@host)";
+            return false;
+        }
+        return true;
+    }
     if (ep->password.empty()) {
         *error = ep->user.empty() ? "empty password in Redis URL"
-                                  : "Redis URL names a user without a password";
+                                  : "empty password in Redis URL (write user@host and set jobbuf.redis_password_file)";
         return false;
     }
     return true;
@@ -194,7 +198,7 @@ bool parse_host_part(std::string_view rest, RedisEndpoint* ep, std::string* erro
     return true;
 }
 
-// Removes "[[user]:password@]" from the front of rest into ep. The last '@' ends the
+// Removes "[user[:password]@]" from the front of rest into ep. The last '@' ends the
 // credentials: a password may contain unescaped '@' or '/'.
 bool take_credentials(std::string_view* rest, RedisEndpoint* ep, std::string* error)
 {
@@ -247,7 +251,7 @@ bool parse_sentinel(std::string_view rest, RedisEndpoint* ep, std::string* error
     return true;
 }
 
-// unix://[[user]:password@]/path[?db=N]  (credentials, when present, end at the first "@/")
+// unix://[user[:password]@]/path[?db=N]  (credentials, when present, end at the first "@/")
 bool parse_unix(std::string_view rest, RedisEndpoint* ep, std::string* error)
 {
     ep->kind = RedisEndpoint::Kind::Unix;
@@ -311,8 +315,8 @@ std::string bad_scheme_message(std::string_view url)
             msg += "\"";
         }
     }
-    msg += ": expected redis[s]://[[user]:password@]host[:port][/db], unix:///path[?db=N] or "
-           "redis[s]+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]";
+    msg += ": expected redis[s]://[user[:password]@]host[:port][/db], unix:///path[?db=N] or "
+           "redis[s]+sentinel://[user[:password]@]host[:port][,host[:port]...]/master[/db]";
     return msg;
 }
 

@@ -32,15 +32,15 @@ struct RedisEndpoint {
     std::string master_name;          // Sentinel
     std::string socket_path;         // Unix
     std::string user;                // ACL user; empty: the default user
-    std::string password;            // empty: no AUTH
+    std::string password;            // empty: no AUTH (a user needs one: jobbuf.redis_password_file)
     int db = 0;
 
     // The URL with the password replaced by "***": safe for logs and status views.
     std::string redacted() const;
 };
 
-// Parses "redis://[[user]:password@]host[:port][/db]", "rediss://..." (TLS), "unix:///path[?db=N]",
-// or "redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]" (and
+// Parses "redis://[user[:password]@]host[:port][/db]", "rediss://..." (TLS), "unix:///path[?db=N]",
+// or "redis+sentinel://[user[:password]@]host[:port][,host[:port]...]/master[/db]" (and
 // "rediss+sentinel://"; sentinels default to port 26379) (percent-escapes allowed in user and
 // password; IPv6 hosts in brackets).
 // On failure returns false and sets *error to a one-line reason; never throws.

@@ -21,6 +21,7 @@
 #include "drop_database_guard.h"
 #include "extension_version.h"
 #include "worker/problem_log.h"
+#include "refused_settings.h"
 #include "settings.h"
 #include "shared_state.h"
 #include "worker/worker_session.h"
@@ -58,6 +59,7 @@ struct WorkerState {
     TimestampTz lease_held_since;       // when another cluster was first found holding it (0: not)
     uint32 rotation;
     bool fencing_warned;
+    char config_problem[kStatusErrorLen];  // why the Redis settings are unusable; empty: they are usable
 };
 
 WorkerState* state = nullptr;
@@ -95,7 +97,12 @@ void apply_settings(void)
     char sentinel_password[1024];
     char error[512];
     SessionReport report;
-    if (!read_redis_password(password, sizeof(password), error, sizeof(error)) ||
+    if (describe_refused_setting(error, sizeof(error))) {
+        // Given but refused: Postgres put another value in its place, which nobody chose.
+        report.status = SessionReport::Status::BadConfig;
+        strlcpy(report.message, error, sizeof(report.message));
+        jobbuf::redis::drain_session_unconfigure(state->ctx.session);
+    } else if (!read_redis_password(password, sizeof(password), error, sizeof(error)) ||
         !read_sentinel_password(sentinel_password, sizeof(sentinel_password), error, sizeof(error))) {
         report.status = SessionReport::Status::BadConfig;
         strlcpy(report.message, error, sizeof(report.message));
@@ -106,10 +113,14 @@ void apply_settings(void)
     }
     explicit_bzero(password, sizeof(password));
     explicit_bzero(sentinel_password, sizeof(sentinel_password));
-    if (report.status == SessionReport::Status::BadConfig)
-        report_problem(ProblemKind::Config, report.message);
-    else
-        report_recovered(ProblemKind::Config, "jobbuf.redis_url is valid again");
+    if (report.status == SessionReport::Status::BadConfig) {
+        strlcpy(state->config_problem, report.message, sizeof(state->config_problem));
+        shared_state_set_redis_connected(false);
+        report_problem(ProblemKind::Settings, report.message);
+    } else {
+        state->config_problem[0] = '\0';
+        report_recovered(ProblemKind::Settings, "the Redis settings are valid again");
+    }
     delay_redis_attempts(0);  // a new configuration deserves an immediate attempt
 }
 
@@ -118,6 +129,7 @@ void reload_settings_if_asked(void)
     if (ConfigReloadPending) {
         ConfigReloadPending = false;
         ProcessConfigFile(PGC_SIGHUP);
+        forget_fixed_refusals();
         leave_if_database_settings_changed();
         apply_settings();
     }
@@ -145,6 +157,13 @@ void lease_held_elsewhere(const char* message)
         delay_redis_attempts(Max(jobbuf_redis_timeout / 4, 1));
 }
 
+// Redis closed the idle connection: not connected any more; the next round connects again.
+void connection_lost(void)
+{
+    shared_state_set_redis_connected(false);
+    state->reconcile_needed = true;
+}
+
 bool ensure_redis(void)
 {
     bool fresh = false;
@@ -159,7 +178,7 @@ bool ensure_redis(void)
     if (report.status == SessionReport::Status::Interrupted)
         return false;
     if (report.status == SessionReport::Status::BadConfig) {
-        report_problem(ProblemKind::Config, report.message);
+        report_problem(ProblemKind::Settings, state->config_problem[0] != '\0' ? state->config_problem : report.message);
         delay_redis_attempts(kMaxBackoffMs);
         return false;
     }
@@ -432,6 +451,7 @@ void jobbuf_drain_main(Datum arg)
     worker_lease_value(state->lease_value, sizeof(state->lease_value));
 
     pin_worker_session();
+    note_refused_remembered_settings();
     on_shmem_exit(unpublish_worker, (Datum) 0);
     publish_worker();
     apply_settings();
@@ -454,8 +474,14 @@ void jobbuf_drain_main(Datum arg)
 
         if (state->ctx.waiter->take_wakeup() && next_redis_attempt() <= GetCurrentTimestamp())
             continue;  // a commit arrived while we talked to Redis: scan again
-        int rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, sleep_ms, PG_WAIT_EXTENSION);
+        // Waits on the Redis socket too: a connection that Redis closes while the worker idles
+        // shows as such in jobbuf_worker_status() at once, not at the next batch.
+        int socket = jobbuf::redis::drain_session_socket(state->ctx.session);
+        int events = WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH | (socket >= 0 ? WL_SOCKET_READABLE : 0);
+        int rc = WaitLatchOrSocket(MyLatch, events, socket, sleep_ms, PG_WAIT_EXTENSION);
         ResetLatch(MyLatch);
+        if ((rc & WL_SOCKET_READABLE) && !jobbuf::redis::drain_session_check_open(state->ctx.session))
+            connection_lost();
         if ((rc & WL_LATCH_SET) && jobbuf_shared)
             pg_atomic_fetch_add_u64(&jobbuf_shared->wakeups, 1);
     }
