@@ -100,6 +100,11 @@ SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
                                     std::size_t count, double now_epoch, JobResult* results,
                                     char* reject_message, std::size_t reject_len) noexcept;
 
+// On a Redis Cluster, whether the target cannot be delivered there (Sidekiq, Celery, keys in more
+// than one slot), with the reason; false for any other endpoint. Its jobs then stay staged.
+bool drain_session_refuses_target(const DrainSession* session, const QueueTarget* target, char* why,
+                                  std::size_t why_len) noexcept;
+
 // Why job i of the last drain_session_deliver was not delivered (Rejected: Redis's error;
 // TooLarge: its size and Redis's limit), as one line; empty for a delivered job.
 void drain_session_job_error(const DrainSession* session, std::size_t i, char* out, std::size_t out_len) noexcept;

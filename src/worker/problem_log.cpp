@@ -11,7 +11,7 @@ extern "C" {
 namespace {
 
 constexpr int kRepeatAfterMs = 60 * 1000;
-constexpr int kKinds = 3;
+constexpr int kKinds = 4;
 
 struct ProblemSlot {
     bool active;

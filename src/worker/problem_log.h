@@ -4,7 +4,7 @@
 #pragma once
 #include "pg_includes.h"
 
-enum class ProblemKind { Redis, Database, Config };
+enum class ProblemKind { Redis, Database, Config, Target };
 
 // Reports a problem at WARNING (see above); always recorded in jobbuf_worker_status().last_error.
 void report_problem(ProblemKind kind, const char* message);
