@@ -122,6 +122,8 @@ RedisStatus refresh_slot_map(ClusterLinks& cluster, long timeout_ms, IoWaiter& w
                 st = ask_slot_map(*link, cluster.node_template.tls, timeout_ms, waiter, &map);
                 if (st.ok() && map.nodes.empty()) st = io_failure(Code::ConnectFailed, "knows no node");
                 if (st.ok()) {
+                    for (ClusterNode& node : map.nodes)
+                        if (node.at.host.empty()) node.at.host = at.host;
                     cluster.map = std::move(map);
                     return st;
                 }

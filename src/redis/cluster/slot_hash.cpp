@@ -34,7 +34,7 @@ std::string slot_tag(int slot)
 {
     static const char kAlphabet[] = "0123456789abcdefghijklmnopqrstuvwxyz";
     constexpr int kLetters = sizeof(kAlphabet) - 1;
-    // 36^3 = 46656 three-letter tags already cover every slot; four letters are a safety margin.
+    // Up to three letters cover most slots; four cover every one.
     for (int length = 1; length <= 4; ++length) {
         long combinations = 1;
         for (int i = 0; i < length; ++i) combinations *= kLetters;

@@ -103,7 +103,6 @@ bool parse_cluster_shards(const RedisReply& reply, bool tls, SlotMap* map, std::
             one.master = role->str == "master";
             one.health = health ? health->str : std::string("online");
             one.slots = ranges;
-            if (one.at.host.empty()) continue;  // a node without a known address cannot be reached
             parsed.nodes.push_back(std::move(one));
         }
     }
