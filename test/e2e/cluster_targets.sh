@@ -123,12 +123,11 @@ check "each committed job ran exactly once, no rolled-back one" ruby -rjson -e '
 check "the queue's keys are all in one slot (the {jb} tag)" \
   [ -z "$(for p in "${JB_CLUSTER_PORTS[@]}"; do redis-cli -p "$p" --scan --pattern '*:bq:*' ; done | grep -v '^{jb}:bq:')" ]
 
-if jb_sql "SELECT 1 FROM pg_proc WHERE proname = 'jobbuf_cluster_nodes'" | grep -q 1; then
-  nodes=$(jb_sql "SELECT count(*) FILTER (WHERE role = 'master'), count(*) FILTER (WHERE role = 'replica'),
-                         sum(slot_last - slot_first + 1) FILTER (WHERE role = 'master')
-                  FROM jobbuf_cluster_nodes()")
-  check "jobbuf_cluster_nodes() shows 3 masters, 3 replicas, 16384 slots ($nodes)" [ "$nodes" = "3|3|16384" ]
-fi
+nodes=$(jb_sql "SELECT count(*) FILTER (WHERE role = 'master'), count(*) FILTER (WHERE role = 'replica'),
+                       sum(slot_last - slot_first + 1) FILTER (WHERE role = 'master'),
+                       count(*) FILTER (WHERE health = 'online')
+                FROM jobbuf_cluster_nodes()")
+check "jobbuf_cluster_nodes() shows 3 masters, 3 replicas, 16384 slots, all online ($nodes)" [ "$nodes" = "3|3|16384|6" ]
 
 echo "# cluster_targets: $failures failure(s)"
 [ "$failures" = 0 ]

@@ -57,3 +57,11 @@ CREATE TRIGGER queues_cluster_placement BEFORE INSERT OR UPDATE OF target, optio
 
 -- As 90_privileges.sql does for every function of the extension.
 REVOKE ALL ON FUNCTION jobbuf.cluster_placement_check() FROM PUBLIC;
+
+-- jobbuf_cluster_nodes() (as src/sql/95_cluster_nodes.sql).
+CREATE FUNCTION jobbuf_cluster_nodes(
+    OUT node text, OUT node_id text, OUT role text, OUT health text,
+    OUT slot_first integer, OUT slot_last integer)
+RETURNS SETOF record LANGUAGE c VOLATILE ROWS 12 AS 'MODULE_PATHNAME', 'jobbuf_cluster_nodes';
+REVOKE ALL ON FUNCTION jobbuf_cluster_nodes() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION jobbuf_cluster_nodes() TO jobbuf_admin;
