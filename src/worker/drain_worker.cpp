@@ -279,7 +279,9 @@ void note_refused_targets(const ActiveQueue* queues, int nqueues)
         return;
     }
     char message[kStatusErrorLen];
-    snprintf(message, sizeof(message), "queue %s is not delivered and its jobs stay staged: %s", names, why);
+    snprintf(message, sizeof(message), refused > 1 ? "queues %s are not delivered and their jobs stay staged: %s"
+                                                   : "queue %s is not delivered and its jobs stay staged: %s",
+             names, why);
     report_problem(ProblemKind::Target, message);
 }
 

@@ -133,11 +133,7 @@ for i in $(seq 1 $QUEUES); do
   redis-cli -p "$owner" LRANGE "$key" 0 -1 >>"$FOUND.json"
 done
 ruby -rjson -e 'STDIN.each_line { |l| puts JSON.parse(l)["n"] }' <"$FOUND.json" >"$FOUND"
-sort "$COMMITTED" >"$COMMITTED.sorted"
-sort -u "$FOUND" >"$FOUND.unique"
-lost=$(comm -23 "$COMMITTED.sorted" "$FOUND.unique" | wc -l)
-phantom=$(comm -13 "$COMMITTED.sorted" "$FOUND.unique" | wc -l)
-duplicated=$(( $(wc -l <"$FOUND") - $(wc -l <"$FOUND.unique") ))
+count_delivery "$COMMITTED" "$FOUND"
 say "committed $(wc -l <"$COMMITTED") jobs ($(wc -l <"$COMMITTED.live" 2>/dev/null || echo 0) by the live stager); the owners hold $(wc -l <"$FOUND")"
 say "lost $lost, duplicated $duplicated, phantom $phantom"
 say "jobbuf's WARNINGs: $(log_since "$MARK" | grep -E 'WARNING: +jobbuf:' | sed 's/.*WARNING: *jobbuf: //' | cut -c1-160 | paste -sd '|')"
