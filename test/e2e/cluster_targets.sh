@@ -129,5 +129,35 @@ nodes=$(jb_sql "SELECT count(*) FILTER (WHERE role = 'master'), count(*) FILTER 
                 FROM jobbuf_cluster_nodes()")
 check "jobbuf_cluster_nodes() shows 3 masters, 3 replicas, 16384 slots, all online ($nodes)" [ "$nodes" = "3|3|16384|6" ]
 
+# CLUSTERDOWN: a master and its replica stopped, so that some slots have no node; the other
+# masters answer CLUSTERDOWN. The list queue (on a live master) keeps its jobs staged, with one
+# WARNING, and delivers them with one LOG once the two nodes are back.
+WORK_OWNER=$(jb_cluster_owner jobbuf:work)
+DOWN_MASTER=
+DOWN_REPLICA=
+for p in "${JB_CLUSTER_PORTS[@]}"; do
+  role=$(redis-cli -p "$p" INFO replication | tr -d '\r')
+  if grep -qx 'role:master' <<<"$role" && [ "$p" != "$WORK_OWNER" ] && [ -z "$DOWN_MASTER" ]; then DOWN_MASTER=$p; fi
+done
+for p in "${JB_CLUSTER_PORTS[@]}"; do
+  if [ "$(redis-cli -p "$p" INFO replication | tr -d '\r' | sed -n 's/^master_port://p')" = "$DOWN_MASTER" ]; then DOWN_REPLICA=$p; fi
+done
+MARK=$(wc -l <"$JB_RUN/postgres.log")
+for p in "$DOWN_REPLICA" "$DOWN_MASTER"; do redis-cli -p "$p" SHUTDOWN NOSAVE >/dev/null 2>&1 || true; done
+check "the cluster says it is down" jb_wait_until '[ "$(redis-cli -p "$WORK_OWNER" CLUSTER INFO | tr -d "\r" | sed -n "s/^cluster_state://p")" = fail ]' 30
+jb_sql "SELECT count(jobbuf_stage('work', jsonb_build_object('down', g))) FROM generate_series(1, 10) g" >/dev/null
+sleep 2   # several attempts of the worker
+check "the jobs stay staged while the cluster is down" [ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = 'work'")" = 10 ]
+down_warnings=$(tail -n +"$((MARK + 1))" "$JB_RUN/postgres.log" | grep -c 'WARNING: .*CLUSTERDOWN' || true)
+check "one WARNING says CLUSTERDOWN ($down_warnings)" [ "$down_warnings" = 1 ]
+jb_cluster_start_node "$DOWN_MASTER"
+jb_cluster_start_node "$DOWN_REPLICA"
+check "the cluster is up again" jb_cluster_wait_ok 30
+check "the jobs are delivered once it is up" \
+  jb_wait_until '[ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = '"'work'"'")" = 0 ]' 30
+check "once each" [ "$(redis-cli -p "$WORK_OWNER" LRANGE jobbuf:work 0 -1 | grep -c '"down"' || true)" = 10 ]
+check "one LOG says deliveries resumed" \
+  [ "$(tail -n +"$((MARK + 1))" "$JB_RUN/postgres.log" | grep -c 'LOG: .*jobbuf: Redis at redis+cluster://.* accepts jobs again')" = 1 ]
+
 echo "# cluster_targets: $failures failure(s)"
 [ "$failures" = 0 ]
