@@ -68,8 +68,12 @@ MARK=$(log_mark)
 staged=$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = 'q01'")
 say "migrating slot $SLOT (q01) from :$SRC to :$DST with $(redis-cli -p "$SRC" LLEN jobbuf:q01) jobs in its list, $staged still staged"
 check "mid-drain (q01 still has staged jobs)" [ "$staged" -gt 0 ]
-asking_calls() { redis-cli -p "$DST" INFO commandstats | tr -d '\r' | sed -n 's/^cmdstat_asking:calls=\([0-9]*\).*/\1/p'; }
-asked_before=$(asking_calls); asked_before=${asked_before:-0}
+asking_calls() {
+  local n
+  n=$(redis-cli -p "$DST" INFO commandstats | tr -d '\r' | sed -n 's/^cmdstat_asking:calls=\([0-9]*\).*/\1/p')
+  echo "${n:-0}"
+}
+asked_before=$(asking_calls)
 redis-cli -p "$DST" CLUSTER SETSLOT "$SLOT" IMPORTING "$SRC_ID" >/dev/null
 redis-cli -p "$SRC" CLUSTER SETSLOT "$SLOT" MIGRATING "$DST_ID" >/dev/null
 # One key at a time, so that the worker's units also meet the slot with its list on one node
