@@ -21,7 +21,9 @@ class ClusterNodeTest : public ::testing::Test {
 protected:
     void SetUp() override
     {
-        ASSERT_TRUE(server_.start({"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"}));
+        // The cluster bus port is given: port + 10000 may be taken, or past 65535.
+        ASSERT_TRUE(server_.start({"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port",
+                                   std::to_string(free_port())}));
         ASSERT_TRUE(connect_url(conn_, server_.url()).ok());
     }
 
