@@ -67,6 +67,19 @@ SessionReport cluster_connect(DrainSession* session, IoWaiter& waiter, bool* fre
                                                                   : SessionReport::Status::Unavailable;
         return report_of(kind, status.message);
     }
+    // A cluster with a slot no online master serves answers CLUSTERDOWN: not connected yet (so
+    // that an outage is one WARNING, and its end one LOG, not a recovery at every attempt).
+    for (int slot = 0; slot < kClusterSlots; ++slot) {
+        int owner = cluster.map.owner[static_cast<std::size_t>(slot)];
+        if (owner < 0 || cluster.map.nodes[static_cast<std::size_t>(owner)].health != "online") {
+            std::string node = owner < 0 ? std::string("no node")
+                                         : cluster.map.nodes[static_cast<std::size_t>(owner)].address() + " (" +
+                                               cluster.map.nodes[static_cast<std::size_t>(owner)].health + ")";
+            cluster.forget();
+            return report_of(SessionReport::Status::Unavailable,
+                             "Redis Cluster is down: slot " + std::to_string(slot) + " is served by " + node);
+        }
+    }
     *fresh = true;
     return report_of(SessionReport::Status::Ok, cluster.fencing_warning);
 }
