@@ -17,6 +17,7 @@
 #include "worker/pass_schedule.h"
 #include "worker/queue_progress.h"
 #include "worker/redis_health.h"
+#include "worker/refused_targets.h"
 #include "drop_database_guard.h"
 #include "extension_version.h"
 #include "worker/problem_log.h"
@@ -249,42 +250,6 @@ void note_staged_work(const ActiveQueue* queues, int nqueues, bool all)
             queue_progress(queues[k].name)->pending = true;
 }
 
-// Queues whose target the Redis deployment cannot take (on a Redis Cluster: sidekiq, celery, a
-// bullmq queue without a {hash tag}; jobbuf_create_queue refuses them, but a later change of
-// jobbuf.redis_url can put an existing one there): their jobs stay staged, named in one WARNING
-// (again when the set of such queues changes) and in jobbuf_worker_status(), one LOG when none is
-// left. Returns whether q is one of them.
-bool target_refused(const ActiveQueue* q)
-{
-    char why[jobbuf::redis::kMessageLen];
-    return jobbuf::redis::drain_session_refuses_target(state->ctx.session, q->target, why, sizeof(why));
-}
-
-void note_refused_targets(const ActiveQueue* queues, int nqueues)
-{
-    char names[kStatusErrorLen] = "";
-    char why[jobbuf::redis::kMessageLen] = "";
-    int refused = 0;
-    for (int k = 0; k < nqueues; k++) {
-        char reason[jobbuf::redis::kMessageLen];
-        if (!jobbuf::redis::drain_session_refuses_target(state->ctx.session, queues[k].target, reason, sizeof(reason)))
-            continue;
-        if (refused++ == 0)
-            strlcpy(why, reason, sizeof(why));
-        snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s\"%s\"", refused > 1 ? ", " : "",
-                 queues[k].name);
-    }
-    if (refused == 0) {
-        report_recovered(ProblemKind::Target, "every queue's target can be delivered to this Redis deployment again");
-        return;
-    }
-    char message[kStatusErrorLen];
-    snprintf(message, sizeof(message), refused > 1 ? "queues %s are not delivered and their jobs stay staged: %s"
-                                                   : "queue %s is not delivered and its jobs stay staged: %s",
-             names, why);
-    report_problem(ProblemKind::Target, message);
-}
-
 // One wake-up's work: passes over the queues with new work, one batch (or group) per queue per
 // pass, until none of them has a full batch left; each pass also takes the commits that arrived
 // during the previous one, so a queue with a long backlog cannot hold back a queue with one new
@@ -316,7 +281,10 @@ long drain_round(void)
             break;
         if (!ensure_redis() || !reconcile_if_needed())
             return redis_backoff_ms();
-        note_refused_targets(queues, nqueues);
+        if (!run_guarded([&] { note_refused_targets(state->ctx.session, queues, nqueues); })) {
+            database_failed();
+            return kErrorBackoffMs;
+        }
 
         uint32 start = state->rotation++;
         for (int k = 0; k < nqueues; k++) {
@@ -324,7 +292,7 @@ long drain_round(void)
             QueueProgress* progress = queue_progress(q->name);
             if (!progress->pending)
                 continue;
-            if (target_refused(q)) {
+            if (target_refused(state->ctx.session, q)) {
                 progress->pending = false;  // staged until the URL or the queue changes (a reload)
                 continue;
             }

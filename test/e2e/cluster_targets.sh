@@ -87,6 +87,8 @@ warnings=$(tail -n +"$((MARK + 1))" "$JB_RUN/postgres.log" | grep -c 'WARNING: .
 check "one WARNING names it ($warnings)" [ "$warnings" = 1 ] || { grep -i "jobbuf" "$JB_RUN/postgres.log" | tail -20; }
 check "jobbuf_worker_status() says so" \
   [ -n "$(jb_sql "SELECT 1 FROM jobbuf_worker_status() WHERE last_error LIKE '%queue \"sk\" is not delivered%sidekiq%'")" ]
+check "its jobbuf_stats() row says why" \
+  jb_wait_until '[ -n "$(jb_sql "SELECT 1 FROM jobbuf_stats() WHERE queue = '"'sk'"' AND last_error LIKE '"'%sidekiq target cannot be delivered to a Redis Cluster%'"'")" ]' 5
 check "nothing of it reached the cluster" \
   [ -z "$(for p in "${JB_CLUSTER_PORTS[@]}"; do redis-cli -p "$p" --scan --pattern '*queue*' ; done)" ]
 
