@@ -118,14 +118,15 @@ RedisStatus scan_markers(DrainSession* session, const HostPort& at, IoWaiter& wa
 SessionReport cluster_marker_slots(DrainSession* session, IoWaiter& waiter, std::vector<int>* slots)
 {
     if (!session->markers_scanned) {
-        // Every master that serves slots now (a copy made before the map changes: links open).
+        // Every master that serves slots now, and every online master (one importing a slot may
+        // serve none yet). A copy: opening links may change the map.
         std::vector<ClusterNode> owners;
-        for (std::size_t n = 0; n < session->cluster.map.nodes.size(); ++n)
-            for (int owner : session->cluster.map.owner)
-                if (owner == static_cast<int>(n)) {
-                    owners.push_back(session->cluster.map.nodes[n]);
-                    break;
-                }
+        for (std::size_t n = 0; n < session->cluster.map.nodes.size(); ++n) {
+            const ClusterNode& node = session->cluster.map.nodes[n];
+            bool serves = false;
+            for (int owner : session->cluster.map.owner) serves = serves || owner == static_cast<int>(n);
+            if (serves || (node.master && node.health == "online")) owners.push_back(node);
+        }
         for (const ClusterNode& node : owners) {
             RedisStatus status = scan_markers(session, node.at, waiter);
             if (!status.ok()) {
