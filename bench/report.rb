@@ -45,6 +45,9 @@ end
 if (w = num(r["drain_replicas_1"])) && (z = num(r["drain_replicas_0"]))
   add.("drain list, min_replicas=1 (jobs/s)", w, "min_replicas=0, replica attached", z, w / z, "(WAIT per batch, info)", nil)
 end
+if (c = num(r["drain_cluster_cluster"])) && (o = num(r["drain_cluster_single"]))
+  add.("drain 6 list queues, 3-master Redis Cluster (jobs/s)", c, "same queues, one Redis", o, c / o, "cluster/single >= 1.0 (goal, info)", nil)
+end
 [["one", "stage 1 job/tx (tps)", "plain INSERT", 1.15], ["batch", "stage 100 jobs/tx (tps)", "multi-row INSERT of 100", 1.20]].each do |form, label, cmp, limit|
   j, p = num(r["stage_#{form}_jobbuf"]), num(r["stage_#{form}_plain"])
   next unless j

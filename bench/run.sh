@@ -14,9 +14,10 @@
 #   BENCH_SUSTAIN_SECONDS [60]     each sustained run (normal, then with a held transaction; 600 for the full run)
 #   BENCH_SUSTAIN_RATE []          jobs/s offered in the sustained runs [70% of what staging and drain sustain together]
 #   BENCH_FSYNC [off]              fsync of the benchmark cluster (synchronous_commit is always on)
-#   BENCH_PHASES [drain staging latency sustain activejob redisprod frameworks databases clients]   a subset to run; add "profile" for a perf profile
+#   BENCH_PHASES [drain staging latency sustain activejob redisprod cluster frameworks databases clients]   a subset to run; add "profile" for a perf profile
 #   BENCH_AJ_SECONDS [5] BENCH_AJ_ROUNDS [2]   each run and the rounds of the activejob phase
 #   BENCH_REDISPROD_JOBS [BENCH_JOBS/4]  jobs per drain of the redisprod phase (TLS vs plain, min_replicas)
+#   BENCH_CLUSTER_JOBS [BENCH_JOBS/4]    jobs per drain of the cluster phase (3-master Redis Cluster vs one Redis)
 #   BENCH_FW_JOBS [100000]         jobs of the frameworks phase (BENCH_PHASES=frameworks: jobbuf into
 #                                  BullMQ and Celery vs Queue.addBulk and apply_async)
 #   BENCH_CLIENTS_SECONDS [5] BENCH_CLIENTS_ROUNDS [2]   each run and the rounds of the clients phase
@@ -38,7 +39,7 @@ BENCH_LAT_SECONDS=${BENCH_LAT_SECONDS:-10}
 BENCH_SUSTAIN_SECONDS=${BENCH_SUSTAIN_SECONDS:-60}
 BENCH_SUSTAIN_RATE=${BENCH_SUSTAIN_RATE:-}
 BENCH_FSYNC=${BENCH_FSYNC:-off}
-BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain activejob redisprod frameworks databases clients}
+BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain activejob redisprod cluster frameworks databases clients}
 BENCH_DB_JOBS=${BENCH_DB_JOBS:-500000}
 BENCH_DB_COUNT=${BENCH_DB_COUNT:-50}
 BENCH_BUILD=${BENCH_BUILD:-1}
@@ -67,6 +68,7 @@ bench_cleanup() {
     JB_KEEP=1
     echo "bench: kept $JB_RUN (logs, data directory) for inspection; remove it when done" >&2
   fi
+  if declare -F jb_stop_redis_cluster >/dev/null; then jb_stop_redis_cluster 2>/dev/null || true; fi
   jb_stop_all 2>/dev/null || true
   [ $status -eq 0 ] || echo "bench: exited with status $status; servers stopped" >&2
   exit $status
@@ -492,6 +494,46 @@ phase_redisprod() {
   worker_enabled on
 }
 
+# --- Redis Cluster: the same drain into a 3-master cluster and into the single Redis -----------
+# Six list queues (their keys on all three masters) share BENCH_CLUSTER_JOBS jobs staged while
+# the worker is disabled; timed from enabling it until jobbuf.jobs is empty. The cluster has three
+# replicas (test/harness/redis_cluster.sh), without append-only files here, like the single Redis;
+# jobbuf.redis_min_replicas stays 0 in both.
+cluster_drain() {  # cluster_drain LABEL
+  local n=$BENCH_CLUSTER_JOBS out s
+  worker_enabled off
+  jb_sql "INSERT INTO jobbuf.jobs (queue, payload) SELECT 'bench_c' || (g % 6 + 1), bench.payload(g)
+          FROM generate_series(1, $n) g" >/dev/null
+  settle jobbuf.jobs
+  out=$(ruby bench/drain_timer.rb emptied "$n" 900) || fail "cluster drain ($1)"
+  read -r n s <<<"$out"
+  echo "cluster phase, $1: $n jobs over 6 queues in ${s}s: $(div "$n" "$s") jobs/s"
+  result "drain_cluster_$1" "$(div "$n" "$s")"
+}
+phase_cluster() {
+  BENCH_CLUSTER_JOBS=${BENCH_CLUSTER_JOBS:-$((BENCH_JOBS / 4))}
+  local round port q
+  source "$ROOT/test/harness/redis_cluster.sh"
+  jb_start_redis_cluster --appendonly no || fail "starting the Redis Cluster"   # persistence as the single Redis
+  for q in 1 2 3 4 5 6; do
+    jb_sql "SELECT jobbuf_create_queue('bench_c$q', 'list') WHERE NOT EXISTS (SELECT FROM jobbuf.queues WHERE name = 'bench_c$q')" >/dev/null
+  done
+  for round in $(seq 1 "$BENCH_DRAIN_ROUNDS"); do
+    say "cluster, round $round: $BENCH_CLUSTER_JOBS jobs over 6 list queues into one Redis, then into a 3-master cluster"
+    redisprod_url "redis://127.0.0.1:$JB_REDIS_PORT/0"
+    cluster_drain single
+    for q in 1 2 3 4 5 6; do jb_redis unlink "jobbuf:bench_c$q" >/dev/null; done
+    redisprod_url "$JB_CLUSTER_URL"
+    cluster_drain cluster
+    for port in "${JB_CLUSTER_PORTS[@]}"; do
+      for q in 1 2 3 4 5 6; do redis-cli -p "$port" unlink "jobbuf:bench_c$q" >/dev/null 2>&1 || true; done
+    done
+  done
+  jb_sql "ALTER SYSTEM RESET jobbuf.redis_url" >/dev/null
+  worker_enabled on
+  jb_stop_redis_cluster
+}
+
 # --- frameworks: draining into BullMQ and Celery vs the frameworks' own producers -------------
 # The same jobs (BullMQ: name + data {id, user, amount}; Celery: task with args [id, user, 42])
 # moved into Redis by jobbuf's worker from jobs pre-staged while it was disabled (timed until the
@@ -647,6 +689,7 @@ has_phase sustain && phase_sustain
 has_phase profile && phase_profile
 has_phase activejob && phase_activejob
 has_phase redisprod && phase_redisprod
+has_phase cluster && phase_cluster
 has_phase frameworks && phase_frameworks
 has_phase databases && phase_databases
 has_phase clients && phase_clients

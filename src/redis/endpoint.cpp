@@ -18,6 +18,8 @@ constexpr std::string_view kRedisScheme = "redis://";
 constexpr std::string_view kTlsScheme = "rediss://";
 constexpr std::string_view kSentinelScheme = "redis+sentinel://";
 constexpr std::string_view kTlsSentinelScheme = "rediss+sentinel://";
+constexpr std::string_view kClusterScheme = "redis+cluster://";
+constexpr std::string_view kTlsClusterScheme = "rediss+cluster://";
 constexpr std::string_view kUnixScheme = "unix://";
 constexpr int kSentinelDefaultPort = 26379;
 
@@ -251,6 +253,34 @@ bool parse_sentinel(std::string_view rest, RedisEndpoint* ep, std::string* error
     return true;
 }
 
+// host[:port][,host[:port]...][/0]: the seeds of a Redis Cluster (which has one database).
+bool parse_cluster(std::string_view rest, RedisEndpoint* ep, std::string* error)
+{
+    ep->kind = RedisEndpoint::Kind::Cluster;
+    if (!take_credentials(&rest, ep, error)) return false;
+    std::size_t slash = rest.find('/');
+    std::string_view hosts = rest.substr(0, slash);
+    while (true) {
+        std::size_t comma = hosts.find(',');
+        RedisEndpoint one;
+        if (!parse_host_part(hosts.substr(0, comma), &one, error)) return false;
+        ep->seeds.push_back({one.host, one.port});
+        if (comma == std::string_view::npos) break;
+        hosts.remove_prefix(comma + 1);
+    }
+    if (slash != std::string_view::npos) {
+        std::string_view db = rest.substr(slash + 1);
+        if (!db.empty() && !parse_db(db, &ep->db, error)) return false;
+    }
+    if (ep->db != 0) {
+        *error = "a Redis Cluster has only database 0: redis+cluster://host[:port][,host[:port]...][/0]";
+        return false;
+    }
+    ep->host = ep->seeds.front().host;
+    ep->port = ep->seeds.front().port;
+    return true;
+}
+
 // unix://[user[:password]@]/path[?db=N]  (credentials, when present, end at the first "@/")
 bool parse_unix(std::string_view rest, RedisEndpoint* ep, std::string* error)
 {
@@ -316,7 +346,8 @@ std::string bad_scheme_message(std::string_view url)
         }
     }
     msg += ": expected redis[s]://[user[:password]@]host[:port][/db], unix:///path[?db=N] or "
-           "redis[s]+sentinel://[user[:password]@]host[:port][,host[:port]...]/master[/db]";
+           "redis[s]+sentinel://[user[:password]@]host[:port][,host[:port]...]/master[/db] or "
+           "redis[s]+cluster://[user[:password]@]host[:port][,host[:port]...]";
     return msg;
 }
 
@@ -343,6 +374,11 @@ bool parse_redis_url(const char* url, RedisEndpoint* out, std::string* error) no
         } else if (starts_with_nocase(text, kTlsSentinelScheme)) {
             ep.tls = true;
             ok = parse_sentinel(text.substr(kTlsSentinelScheme.size()), &ep, error);
+        } else if (starts_with_nocase(text, kClusterScheme)) {
+            ok = parse_cluster(text.substr(kClusterScheme.size()), &ep, error);
+        } else if (starts_with_nocase(text, kTlsClusterScheme)) {
+            ep.tls = true;
+            ok = parse_cluster(text.substr(kTlsClusterScheme.size()), &ep, error);
         } else if (starts_with_nocase(text, kUnixScheme)) {
             ok = parse_unix(text.substr(kUnixScheme.size()), &ep, error);
         } else {
@@ -403,9 +439,14 @@ std::string RedisEndpoint::redacted() const
         return out;
     }
     out = tls ? "rediss" : "redis";
-    out += kind == Kind::Sentinel ? "+sentinel://" : "://";
+    out += kind == Kind::Sentinel ? "+sentinel://" : kind == Kind::Cluster ? "+cluster://" : "://";
     out += credentials;
-    if (kind == Kind::Sentinel) {
+    if (kind == Kind::Cluster) {
+        for (std::size_t i = 0; i < seeds.size(); ++i) {
+            if (i > 0) out += ',';
+            append_host_port(&out, seeds[i].host, seeds[i].port);
+        }
+    } else if (kind == Kind::Sentinel) {
         for (std::size_t i = 0; i < sentinels.size(); ++i) {
             if (i > 0) out += ',';
             append_host_port(&out, sentinels[i].host, sentinels[i].port);

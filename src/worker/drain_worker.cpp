@@ -18,6 +18,7 @@
 #include "worker/pass_schedule.h"
 #include "worker/queue_progress.h"
 #include "worker/redis_health.h"
+#include "worker/refused_targets.h"
 #include "drop_database_guard.h"
 #include "extension_version.h"
 #include "worker/problem_log.h"
@@ -370,6 +371,10 @@ long drain_round(void)
             break;
         if (!ensure_redis() || !keep_lease() || !reconcile_if_needed())
             return redis_backoff_ms();
+        if (!run_guarded([&] { note_refused_targets(state->ctx.session, queues, nqueues); })) {
+            database_failed();
+            return kErrorBackoffMs;
+        }
 
         uint32 start = state->rotation++;
         for (int k = 0; k < nqueues; k++) {
@@ -377,6 +382,10 @@ long drain_round(void)
             QueueProgress* progress = queue_progress(q->name);
             if (!progress->pending)
                 continue;
+            if (target_refused(state->ctx.session, q)) {
+                progress->pending = false;  // staged until the URL or the queue changes (a reload)
+                continue;
+            }
             CHECK_FOR_INTERRUPTS();
             reload_settings_if_asked();
             if (!jobbuf_enabled || drain_worker_must_leave())

@@ -4,8 +4,9 @@
 #pragma once
 #include "pg_includes.h"
 
-// Settings: a Redis setting that cannot be used (refused, unreadable password file).
-enum class ProblemKind { Redis, Database, Config, Settings };
+// Settings: a Redis setting that cannot be used (refused, unreadable password file); Target: a
+// queue whose target the Redis in use cannot carry (a Cluster).
+enum class ProblemKind { Redis, Database, Config, Settings, Target };
 
 // Reports a problem at WARNING (see above); always recorded in jobbuf_worker_status().last_error.
 void report_problem(ProblemKind kind, const char* message);

@@ -36,8 +36,8 @@ refused() {  # refused "what" "sql" "regex of the reason"
 }
 refused "http:// URL" "ALTER SYSTEM SET jobbuf.redis_url = 'http://x'" \
   'invalid value for parameter "jobbuf.redis_url".*unsupported Redis URL scheme'
-refused "redis+cluster:// URL (not supported yet)" "ALTER SYSTEM SET jobbuf.redis_url = 'redis+cluster://h:6379'" \
-  'unsupported Redis URL scheme "redis\+cluster"'
+refused "redis+cluster:// URL with a database other than 0" "ALTER SYSTEM SET jobbuf.redis_url = 'redis+cluster://h:6379/1'" \
+  'a Redis Cluster has only database 0'
 refused "Sentinel URL without a master name" "ALTER SYSTEM SET jobbuf.redis_url = 'redis+sentinel://h:26379'" \
   'must name the master'
 refused "port 0" "ALTER SYSTEM SET jobbuf.redis_url = 'redis://127.0.0.1:0/0'" 'invalid port'

@@ -124,7 +124,11 @@ TEST(ParseRedisUrl, UnixSocket)
 TEST(ParseRedisUrl, RefusesBadUrls)
 {
     EXPECT_NE(parse_error("http://localhost:6379").find("\"http\""), std::string::npos);
-    EXPECT_NE(parse_error("redis+cluster://h").find("\"redis+cluster\""), std::string::npos);
+    EXPECT_NE(parse_error("redis+cluster://h/1").find("only database 0"), std::string::npos);
+    parse_error("redis+cluster://");
+    parse_error("redis+cluster://a,,b");
+    parse_error("redis+cluster://a:0");
+    EXPECT_NE(parse_error("redis+clusters://h").find("\"redis+clusters\""), std::string::npos);
     EXPECT_NE(parse_error("redis+sentinel://h:26379").find("master"), std::string::npos);
     EXPECT_NE(parse_error("redis+sentinel://h:26379/").find("master"), std::string::npos);
     parse_error("redis+sentinel:///mymaster");
