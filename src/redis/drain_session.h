@@ -104,6 +104,9 @@ SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter,
 SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter,
                                          const std::int64_t* ids, std::size_t count) noexcept;
 
+// Whether the session delivers to a Redis Cluster (which 1.1 could not reach: no 1.1 marker there).
+bool drain_session_on_cluster(const DrainSession* session) noexcept;
+
 // Deletes the marker key (one an earlier version named differently, once reconciled).
 SessionReport drain_session_delete_marker(DrainSession* session, IoWaiter& waiter) noexcept;
 

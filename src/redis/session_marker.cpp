@@ -105,6 +105,11 @@ SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter
     }
 }
 
+bool drain_session_on_cluster(const DrainSession* session) noexcept
+{
+    return session->is_cluster();
+}
+
 SessionReport drain_session_delete_marker(DrainSession* session, IoWaiter& waiter) noexcept
 {
     try {

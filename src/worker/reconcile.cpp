@@ -76,7 +76,7 @@ static SessionReport reconcile_legacy_marker(DrainContext* ctx, bool* done)
 {
     static bool legacy_reconciled = false;
     *done = true;
-    if (legacy_reconciled || legacy_marker_key()[0] == '\0')
+    if (legacy_reconciled || legacy_marker_key()[0] == '\0' || jobbuf::redis::drain_session_on_cluster(ctx->session))
         return {};
     jobbuf::redis::drain_session_set_marker_key(ctx->session, legacy_marker_key());
     SessionReport report = reconcile_marker(ctx, done);
