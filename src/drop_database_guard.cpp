@@ -14,6 +14,7 @@
 // The same hook notes, for the launcher, the statements that may give a database a drain worker
 // (CREATE EXTENSION jobbuf, CREATE / ALTER / RENAME DATABASE: launcher_signal.h).
 #include "pg_includes.h"
+#include "pg_compat.h"
 
 #include "drop_database_guard.h"
 #include "launcher_signal.h"
@@ -47,7 +48,7 @@ bool drop_would_be_allowed(const char* dbname, ProcessUtilityContext context)
     if (context != PROCESS_UTILITY_TOPLEVEL || IsTransactionBlock() || IsSubTransaction())
         return false;  // PreventInTransactionBlock refuses it
     Oid database = get_database_oid(dbname, true);
-    if (!OidIsValid(database) || database == MyDatabaseId || !pg_database_ownercheck(database, GetUserId()))
+    if (!OidIsValid(database) || database == MyDatabaseId || !jobbuf_database_owned_by(database, GetUserId()))
         return false;
     HeapTuple tuple = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(database));
     if (!HeapTupleIsValid(tuple))

@@ -25,6 +25,7 @@
 // Except the jobbuf.redis_* settings that a superuser gave the database (database_settings.h):
 // they are how each database names its own Redis.
 #include "pg_includes.h"
+#include "pg_compat.h"
 
 #include "worker/database_settings.h"
 #include "worker/worker_session.h"
@@ -71,8 +72,8 @@ const char* built_in_default(config_generic* var, char* buffer, size_t len)
 void drop_database_and_role_settings(void)
 {
     StartTransactionCommand();  // some check hooks look up catalogs
-    struct config_generic** vars = get_guc_variables();
-    int count = GetNumConfigOptions();
+    int count = 0;
+    struct config_generic** vars = jobbuf_guc_variables(&count);
     for (int i = 0; i < count; i++) {
         config_generic* var = vars[i];
         if (!set_by_database_or_role(var) || (var->context != PGC_USERSET && var->context != PGC_SUSET) ||
