@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The upgrade a user runs, with jobs in every state: an earlier release (library and SQL built from
 # git history, exactly what its users run: JB_FROM=1.0 builds commit 26da9a3, the default;
-# JB_FROM=1.1 commit 5b86380, see jobs_in_flight_from_1.1.sh) holds waiting, paused, scheduled,
+# JB_FROM=1.1 commit 5b86380, see jobs_in_flight_from_1.1.sh; on PostgreSQL 16 and later with
+# test/upgrade/compat/<version>.patch, the mechanical src/pg_compat.h change) holds waiting, paused, scheduled,
 # unique-keyed, claimed, failed, dead and archived jobs; then the current build is installed and
 # Postgres restarted (the new library on the old SQL: no crash loop, one log line asking for the
 # update, staging still works and loses nothing); then ALTER EXTENSION jobbuf UPDATE: every job
@@ -26,6 +27,12 @@ OLD=$(mktemp -d /tmp/jobbuf-$FROM.XXXXXX)
 if git -C "$ROOT" cat-file -e $FROM_COMMIT^{commit} 2>/dev/null; then
   git -C "$ROOT" archive $FROM_COMMIT | tar -x -C "$OLD"
   say "building jobbuf $FROM from commit $FROM_COMMIT"
+  # The release predates PostgreSQL 16 (and OpenSSL 3.5): on a later major it is built with the
+  # calls that changed named through src/pg_compat.h, as the current source does, and nothing else.
+  if [ "$(pg_config --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')" -ge 16 ]; then
+    say "jobbuf $FROM as released does not build on $(pg_config --version): building it with test/upgrade/compat/$FROM.patch (src/pg_compat.h only)"
+    patch -s -d "$OLD" -p1 <"$ROOT/test/upgrade/compat/$FROM.patch" || fail "test/upgrade/compat/$FROM.patch applies to commit $FROM_COMMIT"
+  fi
   if ! make -C "$OLD" -s >"$OLD/build.log" 2>&1 || ! make -C "$OLD" -s install >>"$OLD/build.log" 2>&1; then
     tail -n 20 "$OLD/build.log"; fail "jobbuf $FROM builds and installs"; rm -rf "$OLD"; reinstall_current; e2e_done
   fi
