@@ -131,8 +131,9 @@ class CrashOnceGroupJob
         JobbufE2E.record("empty", "group_id" => group_id, "jobs" => rows)
         return
       end
+      # HSETNX answers true/false through redis-rb (Sidekiq 6), 1/0 through redis-client (7+).
       first_seen = rows.select do |r|
-        Sidekiq.redis { |c| c.hsetnx(SEEN, r["id"].to_s, group_id) }
+        [true, 1].include?(Sidekiq.redis { |c| c.hsetnx(SEEN, r["id"].to_s, group_id) })
       end
       unless first_seen.empty?
         JobbufE2E.record("abandoned", "group_id" => group_id, "jobs" => rows)
