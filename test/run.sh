@@ -14,12 +14,12 @@ suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=(unit regress pgtap isolation upgrade e2e faults)
 
 build_and_install() {
-  make -s >/dev/null
+  make -s -j"$(nproc)" >/dev/null
   make -s install >/dev/null
 }
 
 run_unit() {
-  make -s -C test/unit
+  make -s -j"$(nproc)" -C test/unit
 }
 
 # SQL surface with expected output (sql/*.sql, expected/*.out), against a private cluster.

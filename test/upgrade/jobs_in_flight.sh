@@ -33,7 +33,7 @@ if git -C "$ROOT" cat-file -e $FROM_COMMIT^{commit} 2>/dev/null; then
     say "jobbuf $FROM as released does not build on $(pg_config --version): building it with test/upgrade/compat/$FROM.patch (src/pg_compat.h only)"
     patch -s -d "$OLD" -p1 <"$ROOT/test/upgrade/compat/$FROM.patch" || fail "test/upgrade/compat/$FROM.patch applies to commit $FROM_COMMIT"
   fi
-  if ! make -C "$OLD" -s >"$OLD/build.log" 2>&1 || ! make -C "$OLD" -s install >>"$OLD/build.log" 2>&1; then
+  if ! make -C "$OLD" -s -j"$(nproc)" >"$OLD/build.log" 2>&1 || ! make -C "$OLD" -s install >>"$OLD/build.log" 2>&1; then
     tail -n 20 "$OLD/build.log"; fail "jobbuf $FROM builds and installs"; rm -rf "$OLD"; reinstall_current; e2e_done
   fi
 else
