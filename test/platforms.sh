@@ -14,9 +14,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
 
-# Every suite that touches the server's C API (the direct insert, the worker, the launcher, the
-# GUC walk, the catalog), the staging and worker end-to-end and fault tests, TLS and Sentinel on
-# the root's server, and each framework's consumer against the root's Sidekiq, ActiveJob, Celery.
+# On 17 and 18: every suite that touches the server's C API (the direct insert, the worker, the
+# launcher, the GUC walk, the catalog, updates from 1.0 and 1.1), and each framework's consumer
+# against the root's own Sidekiq, ActiveJob and Celery.
 PG_SUITES=(
   regress pgtap isolation upgrade
   test/e2e/commit_rollback.sh test/e2e/plain_insert.sh test/e2e/take_paths.sh
@@ -24,16 +24,17 @@ PG_SUITES=(
   test/e2e/every_database.sh test/e2e/drop_database.sh test/e2e/drop_extension.sh
   test/e2e/create_extension_wakeup.sh test/e2e/not_preloaded.sh test/e2e/shutdown.sh
   test/e2e/backup_restore.sh test/e2e/claim_concurrency.sh test/e2e/retry_dead_after_restart.sh
-  test/e2e/tls.sh
-  test/e2e/sidekiq_each.sh test/e2e/sidekiq_group.sh test/e2e/activejob_adapter.sh
-  test/e2e/activejob_sidekiq.sh test/e2e/celery.sh test/e2e/bullmq.sh test/e2e/node_stream.sh
+  test/e2e/sidekiq_each.sh test/e2e/sidekiq_group.sh test/e2e/activejob_sidekiq.sh
+  test/e2e/celery.sh test/e2e/bullmq.sh
   test/faults/hostile_gucs.sh test/faults/hostile_database_settings.sh
   test/faults/hostile_roles.sh test/faults/hostile_lifecycle.sh test/faults/kill_one_worker.sh
-  test/faults/standby_promotion.sh test/faults/sentinel_failover.sh
+  test/faults/standby_promotion.sh
 )
-# On 18 (Valkey 9) also the pure C++ unit tests (OpenSSL 3.5, hiredis 1.2) and the delivery
-# faults: the Redis-facing suites once on a Valkey 9 server.
-PG18_EXTRA=(unit test/faults/delivery_faults.sh)
+# 17 and 18 ship one ActiveJob (7.2): the gem's own tests once, on 17.
+PG17_EXTRA=(test/e2e/activejob_adapter.sh)
+# On 18 the Redis-facing suites once on a Valkey 9 server: the pure C++ unit tests (also OpenSSL
+# 3.5, hiredis 1.2), TLS, Sentinel and the delivery faults.
+PG18_EXTRA=(unit test/e2e/tls.sh test/faults/sentinel_failover.sh test/faults/delivery_faults.sh)
 # Valkey 8.0 on PostgreSQL 15: the Redis-facing suites (the server's C API is the host run's).
 VALKEY8_SUITES=(unit test/e2e/tls.sh test/e2e/redis_outage.sh test/faults/sentinel_failover.sh
   test/faults/delivery_faults.sh test/faults/hostile_redis_runtime.sh test/faults/redis_maxmemory.sh
@@ -88,7 +89,7 @@ bash test/consumers/install.sh
 
 status=0
 if [ $# -eq 0 ]; then
-  run_part 17 "${PG_SUITES[@]}" || status=1
+  run_part 17 "${PG_SUITES[@]}" "${PG17_EXTRA[@]}" || status=1
   run_part 18 "${PG18_EXTRA[@]}" "${PG_SUITES[@]}" || status=1
   run_part valkey8 "${VALKEY8_SUITES[@]}" || status=1
 else
