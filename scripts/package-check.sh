@@ -73,7 +73,10 @@ for major in "${majors[@]}"; do
   if in_chroot "$check" "
       apt-get update -qq && apt-get install -y -qq ./tmp/$(basename "$deb") $(redis_package_of "$major") >/dev/null 2>&1 </dev/null ||
         apt-get install -y ./tmp/$(basename "$deb") $(redis_package_of "$major") </dev/null
-      $(redis_binary_of "$major") --port $redisport --bind 127.0.0.1 --save '' --daemonize yes --logfile /tmp/redis.log
+      # Only what this check started is stopped (the root shares the machine's process table).
+      trap 'pg_ctlcluster $major check stop -m immediate 2>/dev/null; [ ! -f /tmp/redis.pid ] || kill \$(cat /tmp/redis.pid)' EXIT
+      $(redis_binary_of "$major") --port $redisport --bind 127.0.0.1 --save '' --daemonize yes --logfile /tmp/redis.log \
+        --pidfile /tmp/redis.pid
       pg_dropcluster --stop $major main 2>/dev/null || true
       pg_createcluster -p $pgport $major check -- --auth=trust >/dev/null
       cat >>/etc/postgresql/$major/check/postgresql.conf <<CONF
@@ -90,12 +93,11 @@ CONF
       got=
       for _ in \$(seq 1 100); do
         got=\$(psql -d shop -tA -c \"SELECT extversion FROM pg_extension WHERE extname = 'jobbuf'\")
-        job=\$(timeout 5 bash -c 'exec 3<>/dev/tcp/127.0.0.1/$redisport; printf \"LPOP jobbuf:mail\\r\\n\" >&3; head -c 200 <&3' | tr -d '\\r' || true)
+        job=\$($(redis_binary_of "$major" | sed 's/-server$/-cli/') -p $redisport LPOP jobbuf:mail)
         case \$job in *hello*) break ;; esac
         sleep 0.1
       done
-      pg_ctlcluster $major check stop; kill \$(cat /tmp/redis.pid 2>/dev/null || pidof $(redis_binary_of "$major")) 2>/dev/null || true
-      echo \"installed version: \$got; Redis got: \$(echo \$job | tail -n 1)\"
+      echo \"installed version: \$got; Redis got: \$job\"
       case \$job in *'\"hello\": \"$major\"'*|*'\"hello\":\"$major\"'*) ;; *) exit 1 ;; esac"; then
     echo "ok   postgresql-$major-jobbuf: apt install into a clean $release root, CREATE EXTENSION, one job delivered"
   else
