@@ -1,6 +1,7 @@
 # jobbuf: PGXS build of the extension (C++17), plus the project's own targets:
 #   make demo   builds, installs and shows jobs flowing from committed transactions into Redis
-#   make test   every test suite against a private Postgres cluster and a private redis-server
+#   make test   every test suite against a private Postgres cluster and a private redis-server,
+#               on PostgreSQL 15 here and on 17 and 18 in Debian roots (PG=<major> for one)
 #   make bench  the benchmark table (see bench/README.md)
 
 EXTENSION   = jobbuf
@@ -43,15 +44,27 @@ sql/jobbuf--1.1--1.2.sql: $(UPDATE_PARTS)
 
 $(OBJS): $(wildcard src/*.h src/staging/*.h src/worker/*.h src/redis/*.h src/redis/*/*.h)
 
-.PHONY: deps demo test test-unit test-faults bench print-regress
+.PHONY: deps demo test test-unit test-faults bench print-regress package-check
 deps:
 	bash scripts/install-deps.sh
 
 demo: deps
 	bash scripts/demo.sh
 
+# make test: every suite on the host's PostgreSQL 15, then test/platforms.sh (17, 18, Valkey 8:
+# docs/platforms.md). make test PG=15 runs the host's part only; PG=17, PG=18 or PG=valkey8 every
+# suite in that part's Debian root.
 test: deps
+ifeq ($(PG),)
+	@started=$$(date +%s); status=0; bash test/run.sh || status=1; \
+	echo "##### part 15 took $$(( $$(date +%s) - started )) s"; \
+	bash test/platforms.sh || status=1; \
+	echo "##### make test took $$(( $$(date +%s) - started )) s"; exit $$status
+else ifeq ($(PG),15)
 	bash test/run.sh
+else
+	bash test/platforms.sh $(PG)
+endif
 
 test-unit: deps
 	bash test/run.sh unit
@@ -61,6 +74,11 @@ test-faults: deps
 
 bench: deps
 	bash bench/run.sh
+
+# Builds postgresql-<major>-jobbuf (debian/, pg_buildext) for 15, 17 and 18 and checks each .deb
+# in a clean root of its Debian release (docs/platforms.md); not part of make test.
+package-check:
+	bash scripts/package-check.sh
 
 print-regress:
 	@echo $(REGRESS)

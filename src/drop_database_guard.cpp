@@ -15,6 +15,7 @@
 // (CREATE EXTENSION jobbuf, CREATE / ALTER / RENAME DATABASE: launcher_signal.h), and reports
 // what DROP EXTENSION jobbuf discarded (drop_extension_report.h).
 #include "pg_includes.h"
+#include "pg_compat.h"
 
 #include "drop_database_guard.h"
 #include "drop_extension_report.h"
@@ -49,7 +50,7 @@ bool drop_would_be_allowed(const char* dbname, ProcessUtilityContext context)
     if (context != PROCESS_UTILITY_TOPLEVEL || IsTransactionBlock() || IsSubTransaction())
         return false;  // PreventInTransactionBlock refuses it
     Oid database = get_database_oid(dbname, true);
-    if (!OidIsValid(database) || database == MyDatabaseId || !pg_database_ownercheck(database, GetUserId()))
+    if (!OidIsValid(database) || database == MyDatabaseId || !jobbuf_database_owned_by(database, GetUserId()))
         return false;
     HeapTuple tuple = SearchSysCache1(DATABASEOID, ObjectIdGetDatum(database));
     if (!HeapTupleIsValid(tuple))

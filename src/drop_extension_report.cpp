@@ -2,6 +2,7 @@
 #include "pg_includes.h"
 
 #include "drop_extension_report.h"
+#include "pg_compat.h"
 #include "extension_version.h"
 
 extern "C" {
@@ -45,7 +46,7 @@ DroppedJobs* jobs_before_drop(Node* statement)
     Oid extension = names_jobbuf(statement) ? get_extension_oid("jobbuf", true) : InvalidOid;
     // Only for a caller the drop will let through (it owns the extension): anyone else gets
     // Postgres's own refusal, not an error of this count.
-    if (!OidIsValid(extension) || !pg_extension_ownercheck(extension, GetUserId()))
+    if (!OidIsValid(extension) || !jobbuf_extension_owned_by(extension, GetUserId()))
         return nullptr;
     Oid schema = get_namespace_oid("jobbuf", true);
     if (!OidIsValid(schema) || !OidIsValid(get_relname_relid("jobs", schema)))

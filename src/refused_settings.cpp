@@ -2,6 +2,7 @@
 // refused_settings.h). The records live in process memory: the postmaster's (made while
 // shared_preload_libraries loads) are inherited by every worker it forks.
 #include "pg_includes.h"
+#include "pg_compat.h"
 
 #include "redis/url_check.h"
 #include "refused_settings.h"
@@ -48,8 +49,8 @@ bool server_source(GucSource source)
 
 config_generic* find_setting(const char* name)
 {
-    struct config_generic** vars = get_guc_variables();
-    int count = GetNumConfigOptions();
+    int count = 0;
+    struct config_generic** vars = jobbuf_guc_variables(&count);
     for (int i = 0; i < count; i++)
         if (pg_strcasecmp(vars[i]->name, name) == 0)
             return vars[i];
@@ -92,8 +93,8 @@ void why_refused(const char* name, const char* value, char* reason, size_t len)
 
 void remember_given_settings(void)
 {
-    struct config_generic** vars = get_guc_variables();
-    int count = GetNumConfigOptions();
+    int count = 0;
+    struct config_generic** vars = jobbuf_guc_variables(&count);
     for (int i = 0; i < count && given_count < kMaxRecords; i++) {
         config_generic* var = vars[i];
         if (!(var->flags & GUC_CUSTOM_PLACEHOLDER) || !is_redis_setting(var->name) || !server_source(var->source))

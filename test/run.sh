@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
-# Runs jobbuf's test suites; `make test` calls it with no argument (every suite).
-#   test/run.sh [unit|regress|pgtap|isolation|upgrade|e2e|faults]...
+# Runs jobbuf's test suites against the PostgreSQL that pg_config names; `make test` calls it
+# with no argument (every suite) and then test/platforms.sh (the other majors and servers).
+#   test/run.sh [unit|regress|pgtap|isolation|upgrade|e2e|faults|test/<dir>/<script>.sh]...
+# JB_REDIS=valkey runs the Redis-facing tests against Valkey (test/harness/redis_flavor.sh).
 # Each suite that needs servers starts its own private Postgres cluster and redis-server on free
 # loopback ports and stops them, whatever the outcome.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+source test/harness/redis_flavor.sh
 
 suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=(unit regress pgtap isolation upgrade e2e faults)
 
 build_and_install() {
-  make -s >/dev/null
+  make -s -j"$(nproc)" >/dev/null
   make -s install >/dev/null
 }
 
 run_unit() {
-  make -s -C test/unit
+  make -s -j"$(nproc)" -C test/unit
 }
 
 # SQL surface with expected output (sql/*.sql, expected/*.out), against a private cluster.
@@ -59,16 +62,23 @@ run_scripts() {
   local dir=$1 failed=0
   [ -d "$dir" ] || return 0
   for t in "$dir"/*.sh; do
-    echo "--- $t"
-    if bash "$t"; then echo "ok   $t"; else echo "FAIL $t"; failed=1; fi
+    run_script "$t" || failed=1
   done
   return $failed
 }
 
+run_script() {
+  local started=$SECONDS
+  echo "--- $1"
+  if bash "$1"; then echo "ok   $1 ($((SECONDS - started)) s)"; else echo "FAIL $1 ($((SECONDS - started)) s)"; return 1; fi
+}
+
+echo "=== $(pg_config --version), $(redis-server --version | cut -d' ' -f1-3)"
 build_and_install
 status=0
 for s in "${suites[@]}"; do
   echo "=== suite: $s"
+  suite_started=$SECONDS
   case $s in
     unit) run_unit || status=1 ;;
     regress) run_regress || status=1 ;;
@@ -77,8 +87,10 @@ for s in "${suites[@]}"; do
     upgrade) run_scripts test/upgrade || status=1 ;;
     e2e) run_scripts test/e2e || status=1 ;;
     faults) run_scripts test/faults || status=1 ;;
+    test/*.sh) run_script "$s" || status=1 ;;
     *) echo "unknown suite $s"; exit 2 ;;
   esac
+  echo "=== suite $s took $((SECONDS - suite_started)) s"
 done
 [ $status -eq 0 ] && echo "=== all suites passed" || echo "=== FAILURES (see above)"
 exit $status

@@ -1,5 +1,6 @@
 // Postgres regime: direct inserts into jobbuf.jobs (see job_inserter.h).
 #include "pg_includes.h"
+#include "pg_compat.h"
 
 #include "commit_wakeup.h"
 #include "staging/job_inserter.h"
@@ -37,22 +38,18 @@ namespace {
 
 // The permissions of INSERT INTO jobbuf.jobs (<columns>) ... RETURNING id: what a producer is
 // granted (90_privileges.sql).
-RangeTblEntry* insert_range_table_entry(Relation rel, bool all_staging_columns)
+JobbufRangeTable insert_range_table(Relation rel, bool all_staging_columns)
 {
-    RangeTblEntry* rte = makeNode(RangeTblEntry);
-    rte->rtekind = RTE_RELATION;
-    rte->relid = RelationGetRelid(rel);
-    rte->relkind = rel->rd_rel->relkind;
-    rte->rellockmode = RowExclusiveLock;
-    rte->requiredPerms = ACL_INSERT | ACL_SELECT;
+    Bitmapset* inserted_columns = nullptr;
     static const int inserted[] = {kJobsQueue, kJobsPayload, kJobsRunAt, kJobsUniqueKey, kJobsPartitionKey};
     for (int column : inserted) {
         if (!all_staging_columns && column != kJobsQueue && column != kJobsPayload)
             continue;
-        rte->insertedCols = bms_add_member(rte->insertedCols, column - FirstLowInvalidHeapAttributeNumber);
+        inserted_columns = bms_add_member(inserted_columns, column - FirstLowInvalidHeapAttributeNumber);
     }
-    rte->selectedCols = bms_add_member(nullptr, kJobsId - FirstLowInvalidHeapAttributeNumber);
-    return rte;
+    Bitmapset* selected_columns = bms_add_member(nullptr, kJobsId - FirstLowInvalidHeapAttributeNumber);
+    return jobbuf_relation_range_table(rel, RowExclusiveLock, ACL_INSERT | ACL_SELECT, inserted_columns,
+                                       selected_columns);
 }
 
 // Deferrable unique constraints are checked at commit by a trigger the executor queues: not here.
@@ -78,14 +75,14 @@ JobInserter* job_inserter_open(bool all_staging_columns)
         table_close(jobs, NoLock);
         return nullptr;
     }
-    List* range_table = list_make1(insert_range_table_entry(jobs, all_staging_columns));
-    ExecCheckRTPerms(range_table, true);
+    JobbufRangeTable range_table = insert_range_table(jobs, all_staging_columns);
+    jobbuf_check_permissions(range_table);
 
     auto* inserter = static_cast<JobInserter*>(palloc0(sizeof(JobInserter)));
     inserter->jobs = jobs;
     inserter->id_sequence = sequence;
     inserter->estate = CreateExecutorState();
-    ExecInitRangeTable(inserter->estate, range_table);
+    jobbuf_init_range_table(inserter->estate, range_table);
     inserter->result_rel = makeNode(ResultRelInfo);
     InitResultRelInfo(inserter->result_rel, jobs, 1, nullptr, 0);
     ExecOpenIndices(inserter->result_rel, false);
@@ -132,7 +129,7 @@ int64 job_inserter_insert(JobInserter* inserter, text* queue, const char* queue_
     if (inserter->jobs->rd_att->constr != nullptr)
         ExecConstraints(inserter->result_rel, slot, estate);
     simple_table_tuple_insert(inserter->jobs, slot);
-    ExecInsertIndexTuples(inserter->result_rel, slot, estate, false, false, nullptr, NIL);
+    jobbuf_insert_index_tuples(inserter->result_rel, slot, estate);
     ResetPerTupleExprContext(estate);
     note_jobs_staged(queue_name, id);
     return id;

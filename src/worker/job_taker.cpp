@@ -1,5 +1,6 @@
 // Postgres regime: the drain's direct take (see job_taker.h).
 #include "pg_includes.h"
+#include "pg_compat.h"
 
 #include <new>
 
@@ -162,7 +163,7 @@ bool take_jobs_directly(const char* queue, const jobbuf::redis::TargetTraits& ta
     ScanKeyEntryInitialize(&keys[2], 0, 3, BTGreaterStrategyNumber, InvalidOid, InvalidOid, F_INT8GT,
                            Int64GetDatum(after_id));
     Snapshot snapshot = GetActiveSnapshot();
-    IndexScanDesc scan = index_beginscan(jobs, index, snapshot, 3, 0);
+    IndexScanDesc scan = jobbuf_index_beginscan(jobs, index, snapshot, 3, 0);
     index_rescan(scan, keys, 3, nullptr, 0);
     TupleTableSlot* slot = table_slot_create(jobs, nullptr);
     TimestampTz now = GetCurrentTransactionStartTimestamp();

@@ -26,6 +26,7 @@
 // they are how each database names its own Redis; and a jobbuf setting given to a role goes back
 // to the server configuration's value (or the database's), never to the built-in default.
 #include "pg_includes.h"
+#include "pg_compat.h"
 
 #include "worker/database_settings.h"
 #include "worker/worker_session.h"
@@ -108,8 +109,8 @@ void restore_jobbuf_setting(config_generic* var)
 void drop_database_and_role_settings(void)
 {
     StartTransactionCommand();  // some check hooks look up catalogs
-    struct config_generic** vars = get_guc_variables();
-    int count = GetNumConfigOptions();
+    int count = 0;
+    struct config_generic** vars = jobbuf_guc_variables(&count);
     for (int i = 0; i < count; i++) {
         config_generic* var = vars[i];
         if (!set_by_database_or_role(var) || (var->context != PGC_USERSET && var->context != PGC_SUSET) ||
@@ -135,8 +136,8 @@ void drop_database_and_role_settings(void)
 
 void remember_server_settings(void)
 {
-    struct config_generic** vars = get_guc_variables();
-    int count = GetNumConfigOptions();
+    int count = 0;
+    struct config_generic** vars = jobbuf_guc_variables(&count);
     for (int i = 0; i < count && server_setting_count < kMaxJobbufSettings; i++) {
         if (strncmp(vars[i]->name, "jobbuf.", 7) != 0 || (vars[i]->flags & GUC_CUSTOM_PLACEHOLDER))
             continue;

@@ -6,15 +6,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/node"
 
-if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
-  echo "test/consumers/install.sh: node and npm are required (run scripts/install-deps.sh)" >&2
-  exit 1
-fi
-
 stamp=node_modules/.jobbuf-lock.sha256
 want=$(sha256sum package-lock.json | cut -d' ' -f1)
 if [ -d node_modules ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
+fi
+
+if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+  echo "test/consumers/install.sh: node and npm are required (run scripts/install-deps.sh)" >&2
+  exit 1
 fi
 
 echo "jobbuf: installing the Node consumer's locked dependencies (npm ci in test/consumers/node)"

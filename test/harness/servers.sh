@@ -7,8 +7,12 @@
 #   jb_stop_all               # also run automatically on EXIT
 #   jb_start_servers CLEANUP [redis options]  # both, with CLEANUP trapped on EXIT
 #   jb_stop_pids PID...       # stops background processes a script started (consumers, workers)
+# JB_REDIS=valkey runs Valkey instead of Redis (redis_flavor.sh).
 #
 # initdb refuses to run as root, so the cluster runs as the postgres user (CI runs as root).
+
+# shellcheck source=redis_flavor.sh
+source "$(dirname "${BASH_SOURCE[0]}")/redis_flavor.sh"
 
 JB_PGBIN=${JB_PGBIN:-$(pg_config --bindir)}
 JB_DB=${JB_DB:-jobbuf_test}

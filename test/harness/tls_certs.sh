@@ -20,12 +20,23 @@ jb_make_tls_certs() {
       openssl req -x509 -new -key "$1.key" -out "$1.crt" -days 30 -subj "/CN=jobbuf test $1" \
         -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
     }
+    # Validity of DAYS from now; a negative DAYS gives a certificate that expired then (OpenSSL
+    # 3.0 takes -days -1; 3.4 and later refuse it and take explicit dates instead).
+    validity() {
+      if [ "$1" -ge 0 ]; then echo "-days $1"
+      elif openssl x509 -help 2>&1 | grep -q -- '-not_after'; then
+        echo "-not_before $(date -u -d "$(( $1 - 1 )) days" +%Y%m%d%H%M%SZ)" \
+             "-not_after $(date -u -d "$1 days" +%Y%m%d%H%M%SZ)"
+      else echo "-days $1"
+      fi
+    }
     # signed NAME DAYS EXTENSIONS
     signed() {
       newkey "$1"
       openssl req -new -key "$1.key" -out "$1.csr" -subj "/CN=jobbuf test $1" 2>/dev/null
       printf '%s\n' "$3" > "$1.ext"
-      openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days "$2" \
+      # shellcheck disable=SC2046
+      openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial $(validity "$2") \
         -extfile "$1.ext" -out "$1.crt" 2>/dev/null
       rm -f "$1.csr" "$1.ext"
     }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The upgrade a user runs, with jobs in every state: an earlier release (library and SQL built from
 # git history, exactly what its users run: JB_FROM=1.0, the default, or JB_FROM=1.1, see
-# jobs_in_flight_from_1.1.sh and tools/releases.sh) holds waiting, paused, scheduled,
+# jobs_in_flight_from_1.1.sh and tools/releases.sh; on PostgreSQL 16 and later with
+# test/upgrade/compat/<version>.patch, the mechanical src/pg_compat.h change) holds waiting, paused, scheduled,
 # unique-keyed, claimed, failed, dead and archived jobs; then the current build is installed and
 # Postgres restarted (the new library on the old SQL: no crash loop, one log line asking for the
 # update, staging still works and loses nothing); then ALTER EXTENSION jobbuf UPDATE: every job

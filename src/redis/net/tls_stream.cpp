@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -82,10 +83,61 @@ int bio_read(BIO* bio, char* data, int len)
     int fd = static_cast<int>(BIO_get_fd(bio, nullptr));
     for (;;) {
         ssize_t n = ::recv(fd, data, static_cast<std::size_t>(len), 0);
+        if (n == 0) BIO_set_flags(bio, BIO_FLAGS_IN_EOF);  // what BIO_eof() tells OpenSSL
         if (n >= 0) return static_cast<int>(n);
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_read(bio);
         return -1;
+    }
+}
+
+// The controls OpenSSL asks of a socket BIO (OpenSSL 3.5 deprecates borrowing the plain socket
+// BIO's own with BIO_meth_get_*): the descriptor kept as the BIO's data, whether freeing the BIO
+// closes it, and end of file.
+int bio_create(BIO* bio)
+{
+    BIO_set_data(bio, nullptr);
+    BIO_set_init(bio, 0);
+    return 1;
+}
+
+int bio_fd(BIO* bio)
+{
+    return static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(bio)));
+}
+
+int bio_destroy(BIO* bio)
+{
+    if (bio == nullptr) return 0;
+    if (BIO_get_init(bio) && BIO_get_shutdown(bio)) ::close(bio_fd(bio));
+    BIO_set_init(bio, 0);
+    return 1;
+}
+
+long bio_ctrl(BIO* bio, int cmd, long num, void* ptr)
+{
+    switch (cmd) {
+    case BIO_C_SET_FD:
+        BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(*static_cast<int*>(ptr))));
+        BIO_set_shutdown(bio, static_cast<int>(num));
+        BIO_set_init(bio, 1);
+        return 1;
+    case BIO_C_GET_FD:
+        if (!BIO_get_init(bio)) return -1;
+        if (ptr != nullptr) *static_cast<int*>(ptr) = bio_fd(bio);
+        return bio_fd(bio);
+    case BIO_CTRL_GET_CLOSE:
+        return BIO_get_shutdown(bio);
+    case BIO_CTRL_SET_CLOSE:
+        BIO_set_shutdown(bio, static_cast<int>(num));
+        return 1;
+    case BIO_CTRL_EOF:
+        return BIO_test_flags(bio, BIO_FLAGS_IN_EOF) != 0;
+    case BIO_CTRL_DUP:
+    case BIO_CTRL_FLUSH:
+        return 1;
+    default:
+        return 0;
     }
 }
 
@@ -96,10 +148,8 @@ BIO_METHOD* nosignal_socket_method()
     if (method != nullptr) return method;
     BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR, "jobbuf socket");
     if (m == nullptr) return nullptr;
-    const BIO_METHOD* plain = BIO_s_socket();
-    if (!BIO_meth_set_write(m, bio_write) || !BIO_meth_set_read(m, bio_read) ||
-        !BIO_meth_set_ctrl(m, BIO_meth_get_ctrl(plain)) || !BIO_meth_set_create(m, BIO_meth_get_create(plain)) ||
-        !BIO_meth_set_destroy(m, BIO_meth_get_destroy(plain))) {
+    if (!BIO_meth_set_write(m, bio_write) || !BIO_meth_set_read(m, bio_read) || !BIO_meth_set_ctrl(m, bio_ctrl) ||
+        !BIO_meth_set_create(m, bio_create) || !BIO_meth_set_destroy(m, bio_destroy)) {
         BIO_meth_free(m);
         return nullptr;
     }

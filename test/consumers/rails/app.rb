@@ -15,8 +15,9 @@ require "active_job/queue_adapters/sidekiq_adapter"
 require_relative "../sidekiq/current_job"
 require "jobbuf/active_job"
 
-# redis-rb 4.8 warns about Sidekiq 6.4's calling style on every fetch; keep the log readable.
-Redis.silence_deprecations = true if Redis.respond_to?(:silence_deprecations=)
+# redis-rb 4.8 warns about Sidekiq 6.4's calling style on every fetch; keep the log readable
+# (Sidekiq 7 and later use redis-client, without the Redis constant).
+Redis.silence_deprecations = true if defined?(Redis) && Redis.respond_to?(:silence_deprecations=)
 
 GlobalID.app = "jobbuf-e2e"
 ActiveRecord::Base.include GlobalID::Identification unless ActiveRecord::Base < GlobalID::Identification
@@ -44,8 +45,10 @@ end
 
 Sidekiq.configure_server do |config|
   # Poll the schedule and retry sets about once a second instead of every 5 s.
-  config.options[:average_scheduled_poll_interval] = 1
-  config.options[:poll_interval_average] = 1
+  # (Sidekiq 6 keeps these in Sidekiq.options; Sidekiq 7+ in the config object itself.)
+  options = config.respond_to?(:options) ? config.options : config
+  options[:average_scheduled_poll_interval] = 1
+  options[:poll_interval_average] = 1
   config.server_middleware { |chain| chain.add JobbufCurrentJob::Middleware }
 end
 

@@ -25,7 +25,8 @@ produced = (1..100).map do |n|
   rescue RuntimeError => e
     raise unless e.message == ROLLED_BACK_ON_PURPOSE
   end
-  { "n" => n, "committed" => !rolled_back, "scheduled_at" => job.scheduled_at,
+  # scheduled_at: epoch seconds (ActiveJob 7.1+ keeps a Time, earlier versions a Float).
+  { "n" => n, "committed" => !rolled_back, "scheduled_at" => job.scheduled_at&.to_f,
     "provider_job_id" => job.provider_job_id, "widget_id" => widget_id }
 end
 

@@ -12,8 +12,9 @@ require "json"
 require "sidekiq"
 require_relative "current_job"
 
-# redis-rb 4.8 warns about Sidekiq 6.4's calling style on every fetch; keep the log readable.
-Redis.silence_deprecations = true if Redis.respond_to?(:silence_deprecations=)
+# redis-rb 4.8 warns about Sidekiq 6.4's calling style on every fetch; keep the log readable
+# (Sidekiq 7 and later use redis-client, without the Redis constant).
+Redis.silence_deprecations = true if defined?(Redis) && Redis.respond_to?(:silence_deprecations=)
 
 module JobbufE2E
   LOG = ENV.fetch("JOBBUF_E2E_LOG")
@@ -130,8 +131,9 @@ class CrashOnceGroupJob
         JobbufE2E.record("empty", "group_id" => group_id, "jobs" => rows)
         return
       end
+      # HSETNX answers true/false through redis-rb (Sidekiq 6), 1/0 through redis-client (7+).
       first_seen = rows.select do |r|
-        Sidekiq.redis { |c| c.hsetnx(SEEN, r["id"].to_s, group_id) }
+        [true, 1].include?(Sidekiq.redis { |c| c.hsetnx(SEEN, r["id"].to_s, group_id) })
       end
       unless first_seen.empty?
         JobbufE2E.record("abandoned", "group_id" => group_id, "jobs" => rows)

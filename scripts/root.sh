@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Debian roots for testing jobbuf on other PostgreSQL majors and Redis/Valkey versions than the
+# Debian 12 machine's own. Each root is made once with debootstrap and cached outside the
+# repository (JOBBUF_ROOTS, default /var/cache/jobbuf/roots/<name>); runs happen under chroot with
+# /proc, /dev and /dev/shm bound. The mirror is read from the machine's apt sources at run time.
+#
+#   scripts/root.sh make NAME      make (or reuse) the root; exit 3 = NOT TESTED (reason printed)
+#   scripts/root.sh run NAME CMD   run CMD (bash -c) inside the root, as root, with binds
+#   scripts/root.sh path NAME      print the root's directory
+#   scripts/root.sh pg NAME        print the PostgreSQL major the root carries
+#   scripts/root.sh mirror NAME    print the Debian mirror the machine's apt sources name
+#
+# Roots (the Debian release's own packages; see docs/platforms.md):
+#   trixie     Debian 13: PostgreSQL 17, Redis 8.0, Sidekiq 7.3, ActiveJob 7.2, Celery 5.5
+#   forky      Debian testing (debootstrap's sid script): PostgreSQL 18, Valkey 9, Sidekiq 8.1,
+#              Celery 5.6
+#   bookworm-valkey  Debian 12 with its backports suite: PostgreSQL 15 and Valkey 8.0
+# Run as root (debootstrap and chroot need it).
+set -euo pipefail
+
+ROOTS=${JOBBUF_ROOTS:-/var/cache/jobbuf/roots}
+# Bumped whenever the package lists below change: a cached root with another stamp is remade.
+ROOT_FORMAT=1
+
+common_packages=(
+  build-essential g++ make pkg-config ca-certificates git
+  libhiredis-dev libssl-dev openssl libgtest-dev
+  libtap-parser-sourcehandler-pgtap-perl
+  ruby ruby-sidekiq ruby-pg ruby-redis ruby-activejob ruby-activerecord ruby-globalid
+  ruby-minitest python3-celery python3-redis nodejs
+  procps iproute2 util-linux
+)
+
+# root_spec NAME: sets SUITE, SCRIPT, PG, PACKAGES, BACKPORTS for a root name.
+root_spec() {
+  BACKPORTS=()
+  case $1 in
+    trixie)
+      SUITE=trixie; SCRIPT=trixie; PG=17
+      PACKAGES=(postgresql-17 postgresql-server-dev-17 postgresql-17-pgtap
+                redis-server redis-tools redis-sentinel) ;;
+    forky)
+      SUITE=forky; SCRIPT=sid; PG=18
+      PACKAGES=(postgresql-18 postgresql-server-dev-18 postgresql-18-pgtap
+                valkey-server valkey-tools valkey-sentinel) ;;
+    bookworm-valkey)
+      SUITE=bookworm; SCRIPT=bookworm; PG=15
+      PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap)
+      BACKPORTS=(valkey-server valkey-tools valkey-sentinel) ;;
+    *) echo "scripts/root.sh: no root named '$1' (trixie, forky, bookworm-valkey)" >&2; exit 2 ;;
+  esac
+  PACKAGES=("${common_packages[@]}" "${PACKAGES[@]}")
+}
+
+# The Debian archive the machine's apt sources name (one-line or deb822 format): the first URI
+# that serves the machine's own release (not its -security archive).
+apt_mirror() {
+  local release
+  release=$(. /etc/os-release && echo "$VERSION_CODENAME")
+  local files=(/etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources)
+  local f
+  for f in "${files[@]}"; do
+    [ -f "$f" ] || continue
+    awk -v rel="$release" '
+      /^[[:space:]]*deb[[:space:]]/ {
+        i = 2; if ($2 ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
+        if ($(i+1) == rel && $i !~ /security/) { print $i; exit }
+      }
+      /^URIs:/ { uri = $2 }
+      /^Suites:/ { for (j = 2; j <= NF; j++) if ($j == rel && uri !~ /security/) { print uri; exit } }
+      /^[[:space:]]*$/ { uri = "" }
+    ' "$f"
+  done | head -n 1
+}
+
+not_tested() {
+  echo "NOT TESTED: root '$NAME' ($SUITE) cannot be made: $*" >&2
+  exit 3
+}
+
+bind_mounts() {
+  local dir=$1 m
+  for m in proc dev dev/shm; do
+    mountpoint -q "$dir/$m" && continue
+    mkdir -p "$dir/$m"
+    case $m in
+      proc) mount -t proc proc "$dir/proc" ;;
+      *) mount --bind "/$m" "$dir/$m" ;;
+    esac
+  done
+}
+
+unbind_mounts() {
+  local dir=$1 m
+  for m in dev/shm dev proc; do
+    mountpoint -q "$dir/$m" && umount -l "$dir/$m" || true
+  done
+}
+
+in_root() {  # DIR CMD...
+  local dir=$1; shift
+  chroot "$dir" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin HOME=/root \
+    LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=dumb DEBIAN_FRONTEND=noninteractive "$@"
+}
+
+make_root() {
+  local dir=$ROOTS/$NAME
+  local want
+  want="$ROOT_FORMAT ${PACKAGES[*]} ${BACKPORTS[*]}"
+  if [ -f "$dir/.jobbuf-root" ] && [ "$(cat "$dir/.jobbuf-root")" = "$want" ]; then
+    return 0
+  fi
+  command -v debootstrap >/dev/null ||
+    { echo "scripts/root.sh: installing debootstrap"; apt-get install -y -qq debootstrap >/dev/null; }
+  local mirror
+  mirror=$(apt_mirror)
+  [ -n "$mirror" ] || not_tested "no Debian mirror found in /etc/apt/sources.list*"
+  unbind_mounts "$dir" 2>/dev/null || true
+  rm -rf "$dir" "$dir.new"
+  mkdir -p "$ROOTS"
+  local started=$SECONDS log=$ROOTS/$NAME.log
+  echo "scripts/root.sh: making root '$NAME' ($SUITE from $mirror) in $dir"
+  local includes
+  includes=$(IFS=,; echo "${PACKAGES[*]}")
+  if ! debootstrap --variant=minbase --include="$includes" "$SUITE" "$dir.new" "$mirror" \
+        "/usr/share/debootstrap/scripts/$SCRIPT" >"$log" 2>&1; then
+    local why
+    why=$(grep -E 'E: |Couldn.t find|not found|Failure|Unable' "$log" | tail -n 3 | tr '\n' ' ')
+    rm -rf "$dir.new"
+    not_tested "debootstrap failed (${why:-see $log})"
+  fi
+  # The release's own sources inside the root (the packaging check installs from them).
+  echo "deb $mirror $SUITE main" >"$dir.new/etc/apt/sources.list"
+  if [ ${#BACKPORTS[@]} -gt 0 ]; then
+    echo "deb $mirror $SUITE-backports main" >>"$dir.new/etc/apt/sources.list"
+    bind_mounts "$dir.new"
+    if ! in_root "$dir.new" sh -c "apt-get update -qq && apt-get install -y -qq -t $SUITE-backports ${BACKPORTS[*]}" \
+          >>"$log" 2>&1; then
+      unbind_mounts "$dir.new"
+      rm -rf "$dir.new"
+      not_tested "$SUITE-backports packages ${BACKPORTS[*]} could not be installed (see $log)"
+    fi
+    unbind_mounts "$dir.new"
+  fi
+  # Debian's postinst made a cluster and a redis service config; runs use private ones only.
+  rm -rf "$dir.new"/var/lib/postgresql/*/main "$dir.new"/etc/postgresql/*/main
+  echo "$want" >"$dir.new/.jobbuf-root"
+  mv "$dir.new" "$dir"
+  echo "scripts/root.sh: root '$NAME' made in $((SECONDS - started)) s"
+}
+
+[ $# -ge 2 ] || { sed -n '2,20p' "$0"; exit 2; }
+cmd=$1 NAME=$2
+shift 2
+if [ "$cmd" = mirror ]; then apt_mirror; exit 0; fi
+root_spec "$NAME"
+case $cmd in
+  make) make_root ;;
+  path) echo "$ROOTS/$NAME" ;;
+  pg) echo "$PG" ;;
+  run)
+    dir=$ROOTS/$NAME
+    [ -f "$dir/.jobbuf-root" ] || { echo "scripts/root.sh: root '$NAME' is not made" >&2; exit 2; }
+    # One run at a time per root: the binds are made for a run and removed after it.
+    exec 9>"$ROOTS/$NAME.lock"
+    flock 9
+    bind_mounts "$dir"
+    trap 'unbind_mounts "$dir"' EXIT
+    in_root "$dir" bash -c "$*" 9>&- ;;  # servers a run leaves behind do not hold the lock
+  *) echo "scripts/root.sh: unknown command '$cmd'" >&2; exit 2 ;;
+esac

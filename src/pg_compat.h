@@ -1,0 +1,130 @@
+// Postgres regime: the few server calls whose shape differs between the PostgreSQL majors jobbuf
+// builds against (15, 17, 18), each behind one named helper, so that no logic file carries a
+// version test. Include it after pg_includes.h. What changed, and in which major:
+//  * 16: pg_database_ownercheck() and pg_extension_ownercheck() became object_ownercheck();
+//  * 16: a range table entry's permissions moved to RTEPermissionInfo: ExecCheckRTPerms() became
+//        ExecCheckPermissions(), and ExecInitRangeTable() takes the permission list;
+//  * 16: ExecInsertIndexTuples() takes onlySummarizing (false: a plain insert updates every index);
+//  * 16: get_guc_variables() returns the number of settings (GetNumConfigOptions() is gone);
+//  * 18: ExecInitRangeTable() takes the unpruned range table indexes (all of them here), and
+//        index_beginscan() the scan's instrumentation (none here).
+#pragma once
+
+extern "C" {
+#include "access/genam.h"
+#include "catalog/pg_database.h"
+#include "catalog/pg_extension.h"
+#include "executor/executor.h"
+#include "nodes/bitmapset.h"
+#include "nodes/parsenodes.h"
+#include "utils/acl.h"
+#include "utils/guc_tables.h"
+#include "utils/rel.h"
+}
+
+// Whether role owns (or, being a superuser, may act as owner of) the database.
+static inline bool jobbuf_database_owned_by(Oid database, Oid role)
+{
+#if PG_VERSION_NUM >= 160000
+    return object_ownercheck(DatabaseRelationId, database, role);
+#else
+    return pg_database_ownercheck(database, role);
+#endif
+}
+
+// Whether role owns (or, being a superuser, may act as owner of) the extension.
+static inline bool jobbuf_extension_owned_by(Oid extension, Oid role)
+{
+#if PG_VERSION_NUM >= 160000
+    return object_ownercheck(ExtensionRelationId, extension, role);
+#else
+    return pg_extension_ownercheck(extension, role);
+#endif
+}
+
+// The range table of a statement on one relation (entry 1) and the permissions it needs.
+struct JobbufRangeTable {
+    List* entries;
+    List* permissions;  // RTEPermissionInfo from 16 on; NIL before (they live in the entry)
+};
+
+static inline JobbufRangeTable jobbuf_relation_range_table(Relation rel, LOCKMODE lockmode, AclMode required,
+                                                           Bitmapset* inserted_columns,
+                                                           Bitmapset* selected_columns)
+{
+    RangeTblEntry* rte = makeNode(RangeTblEntry);
+    rte->rtekind = RTE_RELATION;
+    rte->relid = RelationGetRelid(rel);
+    rte->relkind = rel->rd_rel->relkind;
+    rte->rellockmode = lockmode;
+    JobbufRangeTable table = {list_make1(rte), NIL};
+#if PG_VERSION_NUM >= 160000
+    RTEPermissionInfo* permission = makeNode(RTEPermissionInfo);
+    permission->relid = rte->relid;
+    permission->inh = false;
+    permission->requiredPerms = required;
+    permission->insertedCols = inserted_columns;
+    permission->selectedCols = selected_columns;
+    rte->perminfoindex = 1;
+    table.permissions = list_make1(permission);
+#else
+    rte->requiredPerms = required;
+    rte->insertedCols = inserted_columns;
+    rte->selectedCols = selected_columns;
+#endif
+    return table;
+}
+
+// Raises the executor's permission error when the current user lacks what the table needs.
+static inline void jobbuf_check_permissions(JobbufRangeTable table)
+{
+#if PG_VERSION_NUM >= 160000
+    ExecCheckPermissions(table.entries, table.permissions, true);
+#else
+    ExecCheckRTPerms(table.entries, true);
+#endif
+}
+
+static inline void jobbuf_init_range_table(EState* estate, JobbufRangeTable table)
+{
+#if PG_VERSION_NUM >= 180000
+    ExecInitRangeTable(estate, table.entries, table.permissions,
+                       bms_add_range(nullptr, 1, list_length(table.entries)));
+#elif PG_VERSION_NUM >= 160000
+    ExecInitRangeTable(estate, table.entries, table.permissions);
+#else
+    ExecInitRangeTable(estate, table.entries);
+#endif
+}
+
+// The index entries of a tuple just inserted (not an update, no ON CONFLICT).
+static inline void jobbuf_insert_index_tuples(ResultRelInfo* result_rel, TupleTableSlot* slot, EState* estate)
+{
+#if PG_VERSION_NUM >= 160000
+    ExecInsertIndexTuples(result_rel, slot, estate, false, false, nullptr, NIL, false);
+#else
+    ExecInsertIndexTuples(result_rel, slot, estate, false, false, nullptr, NIL);
+#endif
+}
+
+// Every setting the server knows, and how many there are.
+static inline struct config_generic** jobbuf_guc_variables(int* count)
+{
+#if PG_VERSION_NUM >= 160000
+    return get_guc_variables(count);
+#else
+    *count = GetNumConfigOptions();
+    return get_guc_variables();
+#endif
+}
+
+// An index scan of heap through index, without EXPLAIN instrumentation (18 added that argument).
+static inline IndexScanDesc jobbuf_index_beginscan(Relation heap, Relation index, Snapshot snapshot, int nkeys,
+                                                   int norderbys)
+{
+#if PG_VERSION_NUM >= 180000
+    return index_beginscan(heap, index, snapshot, nullptr, nkeys, norderbys);
+#else
+    return index_beginscan(heap, index, snapshot, nkeys, norderbys);
+#endif
+}

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Runs jobbuf's suites on the PostgreSQL majors and Redis servers that Debian 12 does not carry,
+# each inside a Debian root made and cached by scripts/root.sh (see docs/platforms.md).
+#   test/platforms.sh                 the part of `make test` after the host's own 15 run: the
+#                                     suites below on 17 and 18, and the Valkey 8 run
+#   test/platforms.sh PART [SUITE]... one part, every suite unless suites are named (the names of
+#                                     test/run.sh); `make test PG=17` runs `test/platforms.sh 17`
+# Parts: 17 (Debian 13 root: PostgreSQL 17, Redis 8.0), 18 (forky root: PostgreSQL 18, Valkey 9),
+#        valkey8 (Debian 12 root with backports: PostgreSQL 15, Valkey 8.0).
+# The working tree (with its git history, which the upgrade tests build old releases from) is
+# copied into the root's /build/jobbuf and built there. A root that cannot be made is reported
+# as NOT TESTED with the reason; JOBBUF_ROOTS_REQUIRED=1 makes that a failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+
+# On 17 and 18: every suite that touches the server's C API (the direct insert, the worker, the
+# launcher, the GUC walk, the catalog, updates from 1.0 and 1.1), and each framework's consumer
+# against the root's own Sidekiq, ActiveJob and Celery.
+PG_SUITES=(
+  regress pgtap isolation upgrade
+  test/e2e/commit_rollback.sh test/e2e/plain_insert.sh test/e2e/take_paths.sh
+  test/e2e/run_at.sh test/e2e/settings.sh test/e2e/worker_status.sh
+  test/e2e/every_database.sh test/e2e/drop_database.sh test/e2e/drop_extension.sh
+  test/e2e/create_extension_wakeup.sh test/e2e/not_preloaded.sh test/e2e/shutdown.sh
+  test/e2e/backup_restore.sh test/e2e/claim_concurrency.sh test/e2e/retry_dead_after_restart.sh
+  test/e2e/sidekiq_each.sh test/e2e/sidekiq_group.sh test/e2e/activejob_sidekiq.sh
+  test/e2e/celery.sh test/e2e/bullmq.sh
+  test/faults/hostile_gucs.sh test/faults/hostile_database_settings.sh
+  test/faults/hostile_roles.sh test/faults/hostile_lifecycle.sh test/faults/kill_one_worker.sh
+  test/faults/standby_promotion.sh
+)
+# 17 and 18 ship one ActiveJob (7.2): the gem's own tests once, on 17.
+PG17_EXTRA=(test/e2e/activejob_adapter.sh)
+# On 18 the Redis-facing suites once on a Valkey 9 server: the pure C++ unit tests (also OpenSSL
+# 3.5, hiredis 1.2), TLS, Sentinel and the delivery faults.
+PG18_EXTRA=(unit test/e2e/tls.sh test/faults/sentinel_failover.sh test/faults/delivery_faults.sh)
+# Valkey 8.0 on PostgreSQL 15: the Redis-facing suites (the server's C API is the host run's).
+VALKEY8_SUITES=(unit test/e2e/tls.sh test/e2e/redis_outage.sh test/faults/sentinel_failover.sh
+  test/faults/delivery_faults.sh test/faults/hostile_redis_runtime.sh test/faults/redis_maxmemory.sh
+  test/faults/stale_batch_after_hang.sh)
+
+part_root() {
+  case $1 in
+    17) echo trixie ;;
+    18) echo forky ;;
+    valkey8) echo bookworm-valkey ;;
+    *) echo "test/platforms.sh: no part '$1' (17, 18, valkey8)" >&2; exit 2 ;;
+  esac
+}
+part_redis() { case $1 in 18|valkey8) echo valkey ;; *) echo redis ;; esac; }
+
+not_tested=()
+
+# run_part PART SUITE...: makes the root, copies the tree in, runs test/run.sh there.
+run_part() {
+  local part=$1; shift
+  local name started=$SECONDS rc=0
+  name=$(part_root "$part")
+  echo "##### part $part: root $name"
+  local made
+  made=$(bash scripts/root.sh make "$name" 2>&1) || rc=$?
+  [ -z "$made" ] || echo "$made"
+  if [ $rc -ne 0 ]; then
+    not_tested+=("$part: $(echo "$made" | grep 'NOT TESTED' | tail -n 1)")
+    echo "##### part $part: NOT TESTED"
+    return 0
+  fi
+  local dir major
+  dir=$(bash scripts/root.sh path "$name")
+  major=$(bash scripts/root.sh pg "$name")
+  rm -rf "$dir/build/jobbuf"
+  mkdir -p "$dir/build/jobbuf"
+  tar -C "$REPO" --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' --exclude=./results \
+    --exclude=./output_iso --exclude=./tmp_check --exclude=./.run --exclude=./test/unit/obj \
+    --exclude=./test/unit/jobbuf_unit_tests -cf - . | tar -C "$dir/build/jobbuf" -xf -
+  cp -a "$(git rev-parse --path-format=absolute --git-common-dir)" "$dir/build/jobbuf/.git"
+  git -C "$dir/build/jobbuf" config core.bare false
+  rc=0
+  bash scripts/root.sh run "$name" \
+    "export PATH=/usr/lib/postgresql/$major/bin:\$PATH JB_REDIS=$(part_redis "$part") JOBBUF_ROOT=/build/jobbuf
+     cd /build/jobbuf && bash test/run.sh $*" || rc=$?
+  echo "##### part $part took $((SECONDS - started)) s ($([ $rc -eq 0 ] && echo passed || echo FAILED))"
+  return $rc
+}
+
+# The Node consumer's locked modules are installed here (npm is not in the roots).
+bash test/consumers/install.sh
+
+status=0
+if [ $# -eq 0 ]; then
+  run_part 17 "${PG_SUITES[@]}" "${PG17_EXTRA[@]}" || status=1
+  run_part 18 "${PG18_EXTRA[@]}" "${PG_SUITES[@]}" || status=1
+  run_part valkey8 "${VALKEY8_SUITES[@]}" || status=1
+else
+  part=$1; shift
+  run_part "$part" "$@" || status=1
+fi
+
+for n in "${not_tested[@]}"; do echo "##### NOT TESTED $n"; done
+if [ ${#not_tested[@]} -gt 0 ] && [ "${JOBBUF_ROOTS_REQUIRED:-}" = 1 ]; then status=1; fi
+if [ $status -eq 0 ]; then
+  [ ${#not_tested[@]} -eq 0 ] && echo "##### platforms: all parts passed" ||
+    echo "##### platforms: the parts that ran passed; ${#not_tested[@]} NOT TESTED (above)"
+else
+  echo "##### platforms: FAILURES (see above)"
+fi
+exit $status
