@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Storage rotation (docs/storage.md): while a REPEATABLE READ snapshot holds the xmin horizon,
+# jobs keep flowing and jobbuf.jobs stays bounded because the worker rotates it (TRUNCATE, live
+# rows put back), not because vacuum removes anything. Checks the mechanism, not timings:
+#  * the table's file changed (rotations happened) and its size stayed under a bound far below
+#    what the delivered jobs' dead rows would take;
+#  * a scheduled job, a claimed group with a live lease, a waiting unique job of a paused queue and
+#    a job in backoff keep their ids and every column; the group still completes; the unique key
+#    still refuses a duplicate; the old snapshot still sees the rows that were put back;
+#  * while a transaction holds ACCESS SHARE on jobbuf.jobs (what pg_dump holds for its whole run)
+#    rotation does not happen and producers are never queued behind it; once it ends, it does.
+source "$(dirname "$0")/tools/lib.sh"
+
+ROUNDS=${HELD_SNAPSHOT_ROUNDS:-40}
+PER_ROUND=5000
+PAD=$(printf 'x%.0s' $(seq 1 200))
+BOUND_BYTES=$((12 * 1024 * 1024))   # rotation starts at 8 MB of heap; one round adds ~1.2 MB
+
+e2e_start
+# Every session of this script gives up on a lock after 10 s: a rotation queued for its lock
+# (behind the ACCESS SHARE below) would block them all, which must show as a failure, not a hang.
+export PGOPTIONS="${PGOPTIONS:-} -c lock_timeout=10s"
+jb_psql -q -o /dev/null <<'SQL'
+SELECT jobbuf_create_queue('flow', 'list');
+SELECT jobbuf_create_queue('parked', 'list');
+SELECT jobbuf_pause('parked');
+SELECT jobbuf_create_queue('consumed', 'none', '{"visibility": 3600}');
+CREATE TABLE analytics (n int);
+INSERT INTO analytics VALUES (1);
+SQL
+jb_psql -q -o /dev/null <<'SQL'
+SELECT jobbuf_stage('flow', '{"later": true}'::jsonb, now() + interval '1 day');
+SELECT jobbuf_stage('parked', '{"unique": true}'::jsonb, NULL, 'only-once');
+SELECT jobbuf_stage('consumed', '{"claimed": true}'::jsonb);
+SELECT jobbuf_stage('consumed', '{"backoff": true}'::jsonb);
+SQL
+group=$(jb_sql "SELECT DISTINCT group_id FROM jobbuf_claim('consumed', 1)")
+backoff_group=$(jb_sql "SELECT DISTINCT group_id FROM jobbuf_claim('consumed', 1)")
+jb_sql "SELECT jobbuf_fail('$backoff_group', 'try again')" >/dev/null
+kept_rows_sql="SELECT string_agg(row_to_json(j)::text, ' ' ORDER BY id) FROM jobbuf.jobs j"
+kept_before=$(jb_sql "$kept_rows_sql")
+expect_eq "four jobs that must survive rotation are staged" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 4
+filenode() { jb_sql "SELECT pg_relation_filenode('jobbuf.jobs')"; }
+heap_bytes() { jb_sql "SELECT pg_relation_size('jobbuf.jobs')"; }
+
+# The held snapshot: a REPEATABLE READ transaction that read another table, as an analytics
+# query does. It holds the horizon (backend_xmin) but no lock on jobbuf.jobs.
+tx_open
+tx_run "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM analytics;"
+held_xmin=$(jb_sql "SELECT backend_xmin FROM pg_stat_activity WHERE backend_xmin IS NOT NULL AND state = 'idle in transaction'")
+check "the held transaction holds the xmin horizon" test -n "$held_xmin"
+
+# stage_rounds FROM TO: rounds of PER_ROUND jobs, each delivered before the next; records the
+# largest heap and total size of jobbuf.jobs and the files it had.
+max_heap=0 max_total=0 filenodes=" $(filenode) "
+stage_rounds() {
+  local r
+  for r in $(seq "$1" "$2"); do
+    jb_sql "SELECT count(*) FROM jobbuf_stage('flow', ARRAY(SELECT jsonb_build_object('round', $r, 'n', n, 'pad', '$PAD') FROM generate_series(1, $PER_ROUND) n))" >/dev/null \
+      || { fail "round $r: a producer could not stage (queued behind a lock?)"; return 1; }
+    jb_wait_until "[ \"\$(jb_redis LLEN jobbuf:flow)\" = $((r * PER_ROUND)) ]" 30 \
+      || { fail "round $r not delivered: $(jb_redis LLEN jobbuf:flow) in Redis"; return 1; }
+    local h t f
+    h=$(heap_bytes); t=$(jb_sql "SELECT pg_total_relation_size('jobbuf.jobs')"); f=$(filenode)
+    [ "$h" -gt "$max_heap" ] && max_heap=$h
+    [ "$t" -gt "$max_total" ] && max_total=$t
+    [[ "$filenodes" == *" $f "* ]] || filenodes+="$f "
+  done
+}
+stage_rounds 1 "$ROUNDS"
+rotations=$(( $(wc -w <<<"$filenodes") - 1 ))
+staged_bytes=$((ROUNDS * PER_ROUND * (${#PAD} + 60)))
+say "$((ROUNDS * PER_ROUND)) jobs (~$((staged_bytes / 1048576)) MB of rows) delivered under the held snapshot: $rotations rotations, largest heap $((max_heap / 1048576)) MB, largest with indexes $((max_total / 1048576)) MB"
+check "the delivered rows are several times the bound (the bound means something)" test "$staged_bytes" -gt $((3 * BOUND_BYTES))
+check "jobbuf.jobs was rotated more than once" test "$rotations" -ge 2
+expect_le "largest heap of jobbuf.jobs stays bounded" "$max_heap" "$BOUND_BYTES"
+expect_le "largest size with indexes stays bounded" "$max_total" $((2 * BOUND_BYTES))
+expect_eq "the held transaction still holds the same horizon" \
+  "$(jb_sql "SELECT backend_xmin FROM pg_stat_activity WHERE pid = $(jb_sql "SELECT pid FROM pg_stat_activity WHERE state = 'idle in transaction'")")" "$held_xmin"
+
+expect_eq "scheduled, claimed, unique and backoff jobs keep ids and every column" "$(jb_sql "$kept_rows_sql")" "$kept_before"
+expect_eq "the unique key still refuses a duplicate" "$(jb_sql "SELECT jobbuf_stage('parked', '{}'::jsonb, NULL, 'only-once') IS NULL")" t
+tx_run "SELECT count(*) FROM jobbuf.jobs \\g $TX_FIFO.out"
+expect_eq "the old snapshot sees the jobs put back" "$(cat "$TX_FIFO.out")" 4
+tx_close ROLLBACK
+expect_eq "the claimed group completes after rotation" "$(jb_sql "SELECT jobbuf_complete('$group')")" 1
+
+# pg_dump's lock: ACCESS SHARE held for its whole run. Rotation tries and never queues; producers
+# (lock_timeout 10 s) are never stuck behind it.
+tx_open
+tx_run "BEGIN ISOLATION LEVEL REPEATABLE READ; LOCK TABLE jobbuf.jobs IN ACCESS SHARE MODE;"
+locked_filenode=$(filenode)
+stage_rounds $((ROUNDS + 1)) $((ROUNDS + 8))
+expect_eq "no rotation while ACCESS SHARE is held" "$(filenode)" "$locked_filenode"
+grown=$(heap_bytes)
+check "the table grew past the rotation threshold meanwhile" test "$grown" -gt $((8 * 1024 * 1024))
+tx_close ROLLBACK
+if jb_wait_until "[ \"\$(filenode)\" != $locked_filenode ]" 15; then
+  pass "rotated once the lock was released"
+else
+  fail "not rotated within 15 s of the lock's release (heap $(heap_bytes) bytes)"
+fi
+expect_le "heap back under the bound" "$(heap_bytes)" "$BOUND_BYTES"
+expect_eq "every job delivered once" "$(jb_redis LRANGE jobbuf:flow 0 -1 | sort -u | wc -l)" $(((ROUNDS + 8) * PER_ROUND))
+expect_eq "only the scheduled, unique and backoff jobs remain" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 3
+e2e_done
