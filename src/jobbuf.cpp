@@ -5,6 +5,7 @@
 
 #include "commit_wakeup.h"
 #include "drop_database_guard.h"
+#include "installation_identity.h"
 #include "launcher_signal.h"
 #include "staging/queue_cache.h"
 #include "settings.h"
@@ -41,6 +42,7 @@ void _PG_init(void)
     register_commit_wakeup();
     register_launcher_signal();
     register_queue_cache_invalidation();
+    register_installation_identity_invalidation();
     if (process_shared_preload_libraries_in_progress) {
         jobbuf_shared_state_install_hooks();
         install_drop_database_guard();

@@ -25,7 +25,8 @@ const JobsColumnShape kColumns[kJobsColumns] = {
     {"id", INT8OID, true},           {"queue", TEXTOID, true},         {"payload", JSONBOID, true},
     {"run_at", TIMESTAMPTZOID, true}, {"unique_key", TEXTOID, false},  {"partition_key", TEXTOID, false},
     {"staged_at", TIMESTAMPTZOID, true}, {"attempts", INT4OID, true},  {"last_error", TEXTOID, false},
-    {"group_id", UUIDOID, false},    {"lease_until", TIMESTAMPTZOID, false},
+    {"group_id", UUIDOID, false},    {"lease_until", TIMESTAMPTZOID, false}, {"origin", UUIDOID, true},
+    {"owner", UUIDOID, true},
 };
 constexpr AttrNumber kQueuesName = 1;  // jobbuf.queues (name, ...)
 
@@ -110,7 +111,7 @@ bool jobs_table_is_pristine(Relation rel)
     return foreign_keys_are_pristine(rel, &foreign_key) && triggers_are_pristine(rel, foreign_key);
 }
 
-AttrNumber jobs_column_number(TupleDesc desc, JobsColumn column)
+AttrNumber jobs_column_number_if_present(TupleDesc desc, JobsColumn column)
 {
     const JobsColumnShape& shape = kColumns[column - 1];
     // Starting at the extension's own position, the usual table costs one comparison per column.
@@ -129,9 +130,18 @@ AttrNumber jobs_column_number(TupleDesc desc, JobsColumn column)
                              format_type_be(shape.type))));
         return static_cast<AttrNumber>(at + 1);
     }
-    ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                    errmsg("jobbuf: jobbuf.jobs has no column \"%s\"", shape.name),
-                    errhint("The extension created it as %s; jobbuf cannot stage jobs without it.",
-                            format_type_be(shape.type))));
-    return InvalidAttrNumber;  // not reached
+    return InvalidAttrNumber;
+}
+
+AttrNumber jobs_column_number(TupleDesc desc, JobsColumn column)
+{
+    AttrNumber found = jobs_column_number_if_present(desc, column);
+    if (found == InvalidAttrNumber) {
+        const JobsColumnShape& shape = kColumns[column - 1];
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("jobbuf: jobbuf.jobs has no column \"%s\"", shape.name),
+                        errhint("The extension created it as %s; jobbuf cannot stage jobs without it.",
+                                format_type_be(shape.type))));
+    }
+    return found;
 }

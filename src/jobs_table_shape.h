@@ -14,8 +14,9 @@ extern "C" {
 enum JobsColumn {
     kJobsId = 1, kJobsQueue, kJobsPayload, kJobsRunAt, kJobsUniqueKey, kJobsPartitionKey,
     kJobsStagedAt, kJobsAttempts, kJobsLastError, kJobsGroupId, kJobsLeaseUntil,
+    kJobsOrigin, kJobsOwner,  // 1.2
 };
-constexpr int kJobsColumns = kJobsLeaseUntil;
+constexpr int kJobsColumns = kJobsOwner;
 
 // Opens jobbuf.jobs with RowExclusiveLock and sets *companion_oid to the jobbuf relation named
 // companion (its sequence, an index). nullptr, with nothing opened, when either is missing.
@@ -32,3 +33,8 @@ bool jobs_table_is_pristine(Relation rel);
 // owner changed): the column of that name. ERROR, naming the column and how to restore it, when it
 // is missing or its type is not the extension's.
 AttrNumber jobs_column_number(TupleDesc desc, JobsColumn column);
+
+// The same for a column that older versions' SQL lacks (1.2's origin and owner, between the
+// restart that loads a new library and ALTER EXTENSION jobbuf UPDATE): InvalidAttrNumber when the
+// table has no such column.
+AttrNumber jobs_column_number_if_present(TupleDesc desc, JobsColumn column);

@@ -85,6 +85,9 @@ SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter,
 SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter,
                                          const std::int64_t* ids, std::size_t count) noexcept;
 
+// Deletes the marker key (one an earlier version named differently, once reconciled).
+SessionReport drain_session_delete_marker(DrainSession* session, IoWaiter& waiter) noexcept;
+
 // Pushes one batch (jobs in id order) as one MULTI/EXEC unit with the marker. On Ok, results[i]
 // says what happened to jobs[i] and reject_message holds the first rejection's error text. A job
 // larger than drain_session_max_bulk_bytes is not sent (TooLarge) and not named by the marker.

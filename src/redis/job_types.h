@@ -14,6 +14,9 @@ enum class TargetKind : std::uint8_t { List, Stream, Sidekiq, Bullmq, Celery };
 
 struct StagedJob {
     std::int64_t id = 0;
+    // The first 32 bits of the installation identity the job was staged under (its origin): with
+    // the id, what the ids consumers see derive from (Sidekiq jid, BullMQ and Celery ids, uid).
+    std::uint32_t id_salt = 0;
     std::string_view payload;  // the job's JSON text (jsonb canonical output), minus the target's own keys
     double staged_at = 0;      // epoch seconds
     double run_at = 0;         // epoch seconds

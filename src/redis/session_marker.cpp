@@ -85,4 +85,23 @@ SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter
     }
 }
 
+SessionReport drain_session_delete_marker(DrainSession* session, IoWaiter& waiter) noexcept
+{
+    try {
+        CommandBatch batch;
+        batch.add({"DEL", session->marker_key});
+        std::vector<RedisReply> replies;
+        RedisStatus status = session->connection.execute(batch, &replies, session->timeout_ms, waiter);
+        if (!status.ok())
+            return report_failure(status, "deleting an earlier version's delivery marker");
+        if (replies.at(0).is_error())
+            return report_of(SessionReport::Status::Refused,
+                             "deleting the delivery marker " + session->marker_key + ": " + replies[0].str);
+        return {};
+    } catch (...) {
+        session->connection.close();
+        return out_of_memory();
+    }
+}
+
 }  // namespace jobbuf::redis

@@ -11,11 +11,11 @@
 namespace jobbuf::redis {
 
 QueueTarget* queue_target_create(const char* target_name, const char* queue, const TargetOption* options,
-                                 std::size_t option_count, std::uint32_t id_salt, char* error,
+                                 std::size_t option_count, char* error,
                                  std::size_t error_len) noexcept
 {
     try {
-        TargetSetup setup{queue, options, option_count, id_salt};
+        TargetSetup setup{queue, options, option_count};
         std::string why;
         std::unique_ptr<QueueTarget> target = make_queue_target(target_name, setup, &why);
         if (!target) std::snprintf(error, error_len, "%s", why.c_str());

@@ -28,6 +28,35 @@ CREATE TABLE jobbuf.queue_stats (
     last_delivery_at timestamptz
 );
 
+-- The installation's identity: made by CREATE EXTENSION, one row, never dumped (not a
+-- configuration table), so a database restored from a dump gets an identity of its own. Jobs
+-- record the identity they were staged under (jobbuf.jobs.origin: the ids consumers see derive
+-- from it) and the identity allowed to deliver or claim them (owner). A job whose owner is not
+-- the installation's own identity is held: restored from a dump, copied by CREATE DATABASE ...
+-- TEMPLATE, or applied by logical replication; the worker and claims skip it until
+-- jobbuf_release_restored adopts it. A database copied by CREATE DATABASE ... TEMPLATE carries
+-- this row too: jobbuf.installation_id() tells by database_oid and answers with an identity
+-- derived from this one and the copy's own oid, so the copy's jobs are held there as well.
+CREATE TABLE jobbuf.installation (
+    id           uuid NOT NULL,
+    database_oid oid NOT NULL,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    one_row      boolean PRIMARY KEY DEFAULT true CONSTRAINT installation_one_row CHECK (one_row)
+);
+COMMENT ON TABLE jobbuf.installation IS 'this installation''s identity (one row, not dumped): jobs staged here record it; change it only with jobbuf_reset_identity()';
+INSERT INTO jobbuf.installation (id, database_oid)
+SELECT pg_catalog.gen_random_uuid(), d.oid FROM pg_catalog.pg_database d
+WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database();
+
+-- The identity jobs staged now record (cached per backend; see src/installation_identity.cpp),
+-- and the trigger that makes every backend read it again after a change.
+CREATE FUNCTION jobbuf.installation_id()
+RETURNS uuid LANGUAGE c STABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'jobbuf_installation_id';
+CREATE FUNCTION jobbuf.installation_changed_trigger() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', 'jobbuf_installation_changed_trigger';
+CREATE TRIGGER installation_invalidate AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON jobbuf.installation
+    FOR EACH STATEMENT EXECUTE FUNCTION jobbuf.installation_changed_trigger();
+
 -- Staged jobs. The queue is validated by the staging trigger (20_staging.sql, cached per
 -- backend). The foreign key is what backups need: pg_dump orders the data of an extension's
 -- configuration tables by the foreign keys between them, so jobs are restored after the queues
@@ -49,7 +78,9 @@ CREATE TABLE jobbuf.jobs (
     attempts      integer NOT NULL DEFAULT 0,
     last_error    text,
     group_id      uuid,
-    lease_until   timestamptz
+    lease_until   timestamptz,
+    origin        uuid NOT NULL DEFAULT jobbuf.installation_id(),
+    owner         uuid NOT NULL DEFAULT jobbuf.installation_id()
 );
 DO $$
 BEGIN
@@ -71,7 +102,7 @@ ALTER TABLE jobbuf.jobs SET (autovacuum_vacuum_cost_delay = 0,
 -- statistics a backlog of one queue makes "queue = $1" look like it matches every row, and the
 -- planner would then scan jobs_pkey and filter by queue — which, for every other (empty) queue,
 -- reads the whole backlog. A fixed n_distinct keeps the estimate for an unknown queue selective,
--- so the generic plan always walks jobs_waiting (queue, id).
+-- so the generic plan always walks jobs_waiting (queue, owner, id).
 ALTER TABLE jobbuf.jobs ALTER COLUMN queue SET (n_distinct = 100);
 COMMENT ON TABLE jobbuf.jobs IS 'jobs waiting for delivery or claimed by a consumer; INSERT (queue, payload[, run_at, unique_key, partition_key]) is the same as jobbuf_stage';
 
@@ -81,9 +112,10 @@ COMMENT ON TABLE jobbuf.jobs IS 'jobs waiting for delivery or claimed by a consu
 -- job is only in jobs_group and jobs_leased. Claiming moves a row from the first set to the
 -- second, and completing deletes it.
 --  * jobs_pkey (id): deletes and updates by id (the worker, jobbuf_complete, jobbuf_fail).
---  * jobs_waiting (queue, id) WHERE group_id IS NULL: the worker's drain and jobbuf_claim take the
---    oldest unclaimed jobs of one queue in id order (LIMIT n FOR UPDATE SKIP LOCKED reads only
---    the head of the index); claimed jobs leave this index.
+--  * jobs_waiting (queue, owner, id) WHERE group_id IS NULL: the worker's drain and jobbuf_claim
+--    take the oldest unclaimed jobs of one queue in id order (LIMIT n FOR UPDATE SKIP LOCKED
+--    reads only the head of the index); claimed jobs leave this index, and held jobs (owner not
+--    this installation) sit apart from the installation's own, so no take ever walks over them.
 --  * jobs_unique_waiting: at most one waiting job per (queue, unique_key); the arbiter of
 --    jobbuf_stage's ON CONFLICT DO NOTHING, which makes the check race-free.
 --  * jobs_partition_waiting (queue, partition_key, id), waiting jobs that have a partition key:
@@ -98,7 +130,7 @@ COMMENT ON TABLE jobbuf.jobs IS 'jobs waiting for delivery or claimed by a consu
 -- queues with option order = run_at sort their waiting jobs per claim (fine for backlogs of
 -- thousands, not millions; an index on (queue, run_at) WHERE group_id IS NULL would serve them
 -- at the cost of one more index write per staged job for every queue).
-CREATE INDEX jobs_waiting ON jobbuf.jobs (queue, id) WHERE group_id IS NULL;
+CREATE INDEX jobs_waiting ON jobbuf.jobs (queue, owner, id) WHERE group_id IS NULL;
 CREATE UNIQUE INDEX jobs_unique_waiting ON jobbuf.jobs (queue, unique_key)
     WHERE unique_key IS NOT NULL AND group_id IS NULL;
 CREATE INDEX jobs_partition_waiting ON jobbuf.jobs (queue, partition_key, id)

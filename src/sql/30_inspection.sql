@@ -1,7 +1,8 @@
 -- jobbuf: inspection (per-queue statistics, worker status).
 
--- Every job of jobbuf.jobs is in exactly one of: claimed (its group holds a lease), ready (due and
--- not claimed, or its lease expired: a claim takes it), scheduled (due later). oldest_ready_age
+-- Every job of jobbuf.jobs that is not held (60_copies.sql) is in exactly one of: claimed (its
+-- group holds a lease), ready (due and not claimed, or its lease expired: a claim takes it),
+-- scheduled (due later). oldest_ready_age
 -- counts from when the oldest ready job became ready: greatest(staged_at, run_at).
 CREATE FUNCTION jobbuf_stats()
 RETURNS TABLE (queue text, target text, paused boolean, ready bigint, scheduled bigint,
@@ -14,6 +15,7 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
                     WHEN j.run_at <= now() THEN 'ready'
                     ELSE 'scheduled' END AS state
         FROM jobbuf.jobs j
+        WHERE j.owner OPERATOR(pg_catalog.=) jobbuf.installation_id()
     ), waiting AS (
         SELECT c.queue,
                count(*) FILTER (WHERE c.state = 'ready') AS ready,

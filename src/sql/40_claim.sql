@@ -129,11 +129,11 @@ RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT pg_catalog.format($sql$
         WITH waiting AS MATERIALIZED (
             SELECT j.id, j.run_at, j.staged_at FROM jobbuf.jobs j
-            WHERE j.queue = $1 AND j.group_id IS NULL AND j.run_at <= pg_catalog.now() AND %1$s
+            WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL AND j.run_at <= pg_catalog.now() AND %1$s
             ORDER BY %2$s LIMIT $2 FOR UPDATE OF j SKIP LOCKED
         ), expired AS MATERIALIZED (
             SELECT j.id, j.run_at, j.staged_at FROM jobbuf.jobs j
-            WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until <= pg_catalog.now()
+            WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NOT NULL AND j.lease_until <= pg_catalog.now()
               AND j.run_at <= pg_catalog.now() AND %1$s
             ORDER BY %2$s LIMIT $2 FOR UPDATE OF j SKIP LOCKED
         ), picked AS MATERIALIZED (
@@ -170,11 +170,11 @@ RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT pg_catalog.format($sql$
         WITH RECURSIVE parts (part) AS (
             (SELECT j.partition_key FROM jobbuf.jobs j
-             WHERE j.queue = $1 AND j.group_id IS NULL AND j.partition_key IS NOT NULL
+             WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL AND j.partition_key IS NOT NULL
              ORDER BY j.partition_key LIMIT 1)
           UNION ALL
             SELECT (SELECT j.partition_key FROM jobbuf.jobs j
-                    WHERE j.queue = $1 AND j.group_id IS NULL AND j.partition_key IS NOT NULL
+                    WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL AND j.partition_key IS NOT NULL
                       AND j.partition_key > p.part
                     ORDER BY j.partition_key LIMIT 1)
             FROM parts p WHERE p.part IS NOT NULL
@@ -182,22 +182,22 @@ RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
             SELECT p.part, h.id, h.run_at FROM parts p
             CROSS JOIN LATERAL (
                 SELECT j.id, j.run_at FROM jobbuf.jobs j
-                WHERE j.queue = $1 AND j.group_id IS NULL AND j.partition_key = p.part
+                WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL AND j.partition_key = p.part
                   AND j.run_at <= pg_catalog.now()
                 ORDER BY %1$s LIMIT 1) h
             WHERE p.part IS NOT NULL
           UNION ALL
             SELECT j.partition_key, j.id, j.run_at FROM jobbuf.jobs j
-            WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until <= pg_catalog.now()
+            WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NOT NULL AND j.lease_until <= pg_catalog.now()
               AND j.run_at <= pg_catalog.now()
           UNION ALL
             (SELECT NULL::text, j.id, j.run_at FROM jobbuf.jobs j
-             WHERE j.queue = $1 AND j.group_id IS NULL AND j.partition_key IS NULL
+             WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL AND j.partition_key IS NULL
                AND j.run_at <= pg_catalog.now()
              ORDER BY %1$s LIMIT 1)
         ), live AS (
             SELECT DISTINCT j.partition_key AS part FROM jobbuf.jobs j
-            WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until > pg_catalog.now()
+            WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NOT NULL AND j.lease_until > pg_catalog.now()
               AND j.partition_key IS NOT NULL
         ), firsts AS (
             SELECT DISTINCT ON (h.part) h.part, h.id, h.run_at FROM heads h
@@ -215,7 +215,7 @@ $$;
 CREATE FUNCTION jobbuf.partition_in_flight(queue text, part text)
 RETURNS boolean LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT EXISTS (SELECT 1 FROM jobbuf.jobs j
-                   WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until > pg_catalog.now()
+                   WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NOT NULL AND j.lease_until > pg_catalog.now()
                      AND j.partition_key = $2);
 $$;
 
@@ -224,10 +224,10 @@ $$;
 CREATE FUNCTION jobbuf.partition_claimable(queue text, part text)
 RETURNS boolean LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT (EXISTS (SELECT 1 FROM jobbuf.jobs j
-                    WHERE j.queue = $1 AND j.group_id IS NULL AND j.partition_key = $2
+                    WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL AND j.partition_key = $2
                       AND j.run_at <= pg_catalog.now())
             OR EXISTS (SELECT 1 FROM jobbuf.jobs j
-                       WHERE j.queue = $1 AND j.group_id IS NOT NULL AND j.lease_until <= pg_catalog.now()
+                       WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NOT NULL AND j.lease_until <= pg_catalog.now()
                          AND j.partition_key = $2 AND j.run_at <= pg_catalog.now()))
        AND NOT jobbuf.partition_in_flight($1, $2);
 $$;
@@ -238,7 +238,7 @@ CREATE FUNCTION jobbuf.bury_abandoned(q jobbuf.queues)
 RETURNS void LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
     WITH abandoned AS (
         SELECT j.id FROM jobbuf.jobs j
-        WHERE j.queue = q.name AND j.group_id IS NOT NULL AND j.lease_until <= pg_catalog.now()
+        WHERE j.queue = q.name AND j.owner = jobbuf.installation_id() AND j.group_id IS NOT NULL AND j.lease_until <= pg_catalog.now()
           AND j.attempts + 1 >= coalesce((q.options->>'max_attempts')::integer, 25)
         FOR UPDATE SKIP LOCKED
     ), buried AS (
@@ -298,7 +298,7 @@ BEGIN
             RETURN;  -- another claim of this queue is deciding right now
         END IF;
         IF (SELECT pg_catalog.count(DISTINCT j.group_id) FROM jobbuf.jobs j
-            WHERE j.queue = q.name AND j.group_id IS NOT NULL AND j.lease_until > pg_catalog.now()) >= max_groups THEN
+            WHERE j.queue = q.name AND j.owner = jobbuf.installation_id() AND j.group_id IS NOT NULL AND j.lease_until > pg_catalog.now()) >= max_groups THEN
             RETURN;
         END IF;
     END IF;

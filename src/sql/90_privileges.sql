@@ -30,7 +30,7 @@ DECLARE
         'jobbuf_extend', 'jobbuf_group'];
     admin_functions constant text[] := ARRAY['jobbuf_create_queue', 'jobbuf_alter_queue',
         'jobbuf_drop_queue', 'jobbuf_pause', 'jobbuf_resume', 'jobbuf_retry_dead',
-        'jobbuf_purge_dead', 'jobbuf_purge_archive'];
+        'jobbuf_purge_dead', 'jobbuf_purge_archive', 'jobbuf_release_restored', 'jobbuf_discard_restored'];
     inspection_functions constant text[] := ARRAY['jobbuf_stats', 'jobbuf_worker_status'];
 BEGIN
     FOR fn, name IN
@@ -61,6 +61,10 @@ BEGIN
 END $$;
 
 GRANT USAGE ON SCHEMA jobbuf TO jobbuf_producer, jobbuf_consumer, jobbuf_admin;
+
+-- The default of jobbuf.jobs.origin and owner runs as whoever inserts (producers; consumers
+-- see the identity in every job id anyway).
+GRANT EXECUTE ON FUNCTION jobbuf.installation_id() TO jobbuf_producer, jobbuf_consumer, jobbuf_admin;
 
 -- Producers stage through jobbuf_stage (invoker's rights) or a plain INSERT: both need INSERT on
 -- the staging columns, the sequence, SELECT of the id (RETURNING) and of the queue metadata that

@@ -4,6 +4,7 @@
 #include "commit_wakeup.h"
 #include "staging/job_inserter.h"
 #include "staging/job_validation.h"
+#include "installation_identity.h"
 #include "jobs_table_shape.h"
 
 extern "C" {
@@ -29,6 +30,7 @@ struct JobInserter {
     ResultRelInfo* result_rel;
     TupleTableSlot* slot;
     Datum now;  // transaction start: the default of run_at and staged_at
+    pg_uuid_t identity;  // the default of origin and owner (installation_identity.h)
 };
 
 namespace {
@@ -93,6 +95,10 @@ JobInserter* job_inserter_open(bool all_staging_columns)
     }
     inserter->slot = ExecInitExtraTupleSlot(inserter->estate, RelationGetDescr(jobs), &TTSOpsVirtual);
     inserter->now = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+    if (!own_installation_id(&inserter->identity)) {
+        job_inserter_close(inserter);
+        return nullptr;
+    }
     return inserter;
 }
 
@@ -118,6 +124,8 @@ int64 job_inserter_insert(JobInserter* inserter, text* queue, const char* queue_
         set(kJobsPartitionKey, *partition_key);
     set(kJobsStagedAt, inserter->now);
     set(kJobsAttempts, Int32GetDatum(0));
+    set(kJobsOrigin, UUIDPGetDatum(&inserter->identity));
+    set(kJobsOwner, UUIDPGetDatum(&inserter->identity));
     ExecStoreVirtualTuple(slot);
 
     EState* estate = inserter->estate;

@@ -7,6 +7,7 @@
 #include "pg_includes.h"
 
 #include "commit_wakeup.h"
+#include "installation_identity.h"
 #include "staging/job_validation.h"
 #include "jobs_table_shape.h"
 #include "staging/queue_cache.h"
@@ -17,6 +18,18 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
+}
+
+// Whether the row's owner is another installation (a restore, a copy: installation_identity.h).
+static bool is_held(HeapTuple row, TupleDesc desc)
+{
+    AttrNumber owner_column = jobs_column_number_if_present(desc, kJobsOwner);
+    if (owner_column == InvalidAttrNumber)
+        return false;  // the 1.1 SQL, before ALTER EXTENSION jobbuf UPDATE
+    bool isnull = false;
+    Datum owner = heap_getattr(row, owner_column, desc, &isnull);
+    pg_uuid_t own;
+    return !isnull && own_installation_id(&own) && memcmp(DatumGetUUIDP(owner)->data, own.data, UUID_LEN) != 0;
 }
 
 JOBBUF_SQL_FUNCTION(jobbuf_staged_job_trigger)
@@ -70,6 +83,8 @@ JOBBUF_SQL_FUNCTION(jobbuf_staged_job_trigger)
 
     Datum id = heap_getattr(row, id_column, desc, &isnull);
     note_jobs_staged(queue, isnull ? 0 : DatumGetInt64(id));
+    if (is_held(row, desc))
+        note_queues_changed();  // the worker counts held jobs when it reloads its queue list
     return PointerGetDatum(row);
 }
 

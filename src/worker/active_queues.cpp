@@ -6,6 +6,7 @@
 #include "worker/active_queues.h"
 #include "commit_wakeup.h"
 #include "extension_version.h"
+#include "installation_identity.h"
 #include "shared_state.h"
 #include "worker/worker_transaction.h"
 
@@ -23,6 +24,8 @@ namespace {
 
 SPIPlanPtr queues_plan = nullptr;
 char marker_key_buffer[128];
+char legacy_marker_key_buffer[128];
+uint32 identity_salt = 0;
 char installed_version[NAMEDATALEN];
 
 // The list current_active_queues returned last, and the queues_generation it was read at.
@@ -43,19 +46,35 @@ const char* marker_key(void)
     return marker_key_buffer;
 }
 
+const char* legacy_marker_key(void)
+{
+    return legacy_marker_key_buffer;
+}
+
+uint32 installation_salt(void)
+{
+    return identity_salt;
+}
+
 void worker_client_name(char* name, size_t len)
 {
     snprintf(name, len, "jobbuf-" UINT64_FORMAT "-%u", GetSystemIdentifier(), MyDatabaseId);
 }
 
-// Sets the marker key and returns the Sidekiq jid salt for this installation of the extension.
-static uint32 note_installation(Oid extension_oid)
+// Sets the marker keys and the id salt of this installation of the extension: the marker is
+// named after the installation's identity, so that a copy of the database (which has an identity
+// of its own) never reads or writes its original's; the key 1.1 used (cluster, database and
+// extension oids) is still read once, for a batch that a 1.1 library left under it.
+static void note_installation(Oid extension_oid)
 {
-    uint64 sysid = GetSystemIdentifier();
-    snprintf(marker_key_buffer, sizeof(marker_key_buffer), "jobbuf:marker:" UINT64_FORMAT ":%u:%u",
-             sysid, MyDatabaseId, extension_oid);
-    uint64 seed[3] = {sysid, MyDatabaseId, extension_oid};
-    return hash_bytes(reinterpret_cast<const unsigned char*>(seed), sizeof(seed));
+    pg_uuid_t id;
+    if (!own_installation_id(&id))
+        elog(ERROR, "jobbuf: the installed SQL has no installation identity");
+    char* text = DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(&id)));
+    snprintf(marker_key_buffer, sizeof(marker_key_buffer), "jobbuf:marker:%s", text);
+    snprintf(legacy_marker_key_buffer, sizeof(legacy_marker_key_buffer), "jobbuf:marker:" UINT64_FORMAT ":%u:%u",
+             GetSystemIdentifier(), MyDatabaseId, extension_oid);
+    identity_salt = installation_id_salt(id);
 }
 
 // The targets of the last list (made by the C++ regime, so not freed by a context reset).
@@ -132,7 +151,7 @@ static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
     execute_kept(queues_plan, nullptr, nullptr, true, SPI_OK_SELECT, "loading queues");
 
     int count = static_cast<int>(SPI_processed);
-    uint32 salt = note_installation(extension_oid);
+    note_installation(extension_oid);
     auto* list = static_cast<ActiveQueue*>(MemoryContextAllocZero(cxt, sizeof(ActiveQueue) * (count + 1)));
     // Published before the targets are made: a list cut short by an error still has its targets
     // destroyed by the next load.
@@ -149,7 +168,7 @@ static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
         TargetOptionList options = target_options(SPI_getbinval(tuple, desc, 3, &isnull),
                                                   SPI_getbinval(tuple, desc, 4, &isnull));
         char error[256];
-        q->target = jobbuf::redis::queue_target_create(target_name, q->name, options.items, options.count, salt,
+        q->target = jobbuf::redis::queue_target_create(target_name, q->name, options.items, options.count,
                                                        error, sizeof(error));
         if (q->target == nullptr) {
             warn_unusable_queue(q->name, error);

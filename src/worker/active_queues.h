@@ -1,5 +1,5 @@
-// Postgres regime: the queues the worker pushes, read from jobbuf.queues when they change, and the
-// identity (marker key, Sidekiq jid salt) of this cluster and database.
+// Postgres regime: the queues the worker pushes, read from jobbuf.queues when they change, and what
+// the installation's identity names (marker key, id salt: installation_identity.h).
 #pragma once
 #include "pg_includes.h"
 
@@ -35,10 +35,17 @@ bool active_queues_changed(void);
 // Makes the next current_active_queues reload (after a database error, for instance).
 void forget_active_queues(void);
 
-// The batch marker's key, unique to this cluster, database and installation of the extension
-// (job ids start again at 1 after DROP EXTENSION; the old marker must not name the new jobs).
-// As of the last load ("" before).
+// The batch marker's key, "jobbuf:marker:<installation identity>": unique to this installation
+// of the extension (job ids start again at 1 after DROP EXTENSION, and a copy of the database
+// has the same ids: neither may read a marker that names other jobs). As of the last load ("" before).
 const char* marker_key(void);
+
+// The key 1.1 gave the marker ("jobbuf:marker:<system identifier>:<database oid>:<extension oid>"),
+// reconciled once after an update from 1.1. As of the last load ("" before).
+const char* legacy_marker_key(void);
+
+// The id salt of this installation's identity: what group messages' ids derive from.
+uint32 installation_salt(void);
 
 // The name of the worker's Redis connections: "jobbuf-<system identifier>-<database oid>".
 void worker_client_name(char* name, size_t len);

@@ -17,6 +17,7 @@
 #include "worker/active_queues.h"
 #include "worker/delivery_attempt.h"
 #include "worker/delivery_stats.h"
+#include "installation_identity.h"
 #include "worker/drain_batch.h"
 #include "worker/expired_claims.h"
 #include "worker/job_taker.h"
@@ -45,20 +46,22 @@ SPIPlanPtr dead_plan = nullptr;
 void prepare_plans(void)
 {
     {
-        Oid types[6] = {TEXTOID, INT4OID, TEXTARRAYOID, INT8OID, BOOLOID, TEXTOID};
+        Oid types[7] = {TEXTOID, INT4OID, TEXTARRAYOID, INT8OID, BOOLOID, TEXTOID, UUIDOID};
         kept_plan(&take_plan, 
             // Written so that the plan cannot depend on statistics (it is made once, often
-            // while the table is empty): "queue <= $1 AND (queue, id) > ($1, $4)" means queue = $1
-            // and id > $4, but only jobs_waiting (queue, id) can serve it, and the scan starts
-            // right at ($1, $4) (with "queue = $1" btree would start at the queue's first entry
+            // while the table is empty): "queue <= $1 AND (queue, owner) <= ($1, $7) AND
+            // (queue, owner, id) > ($1, $7, $4)" means queue = $1, owner = $7 (this installation:
+            // held jobs are never taken) and id > $4, but only jobs_waiting (queue, owner, id) can
+            // serve it, and the scan starts right at ($1, $7, $4) (with "queue = $1" btree would start at the queue's first entry
             // and step over every one the cursor already passed); id = ANY(array) can only be a
             // probe of jobs_pkey, where a join could become a nested loop over the whole backlog.
             // Schema-qualified throughout, operators included (see worker_session.cpp).
             "WITH picked AS ("
             "  SELECT j.id FROM jobbuf.jobs j"
-            "  WHERE j.queue OPERATOR(pg_catalog.<=) $1 AND (j.queue, j.id) OPERATOR(pg_catalog.>) ($1, $4)"
+            "  WHERE j.queue OPERATOR(pg_catalog.<=) $1 AND (j.queue, j.owner) OPERATOR(pg_catalog.<=) ($1, $7)"
+            "    AND (j.queue, j.owner, j.id) OPERATOR(pg_catalog.>) ($1, $7, $4)"
             "    AND j.group_id IS NULL AND ($5 OR j.run_at OPERATOR(pg_catalog.<=) pg_catalog.now())"
-            "  ORDER BY j.queue, j.id LIMIT $2 FOR UPDATE SKIP LOCKED"
+            "  ORDER BY j.queue, j.owner, j.id LIMIT $2 FOR UPDATE SKIP LOCKED"
             ")"
             // A top-level DELETE: its RETURNING rows go straight to SPI, with no CTE tuplestore
             // and no sort (the probe of jobs_pkey returns them in id order; take_batch checks).
@@ -70,8 +73,8 @@ void prepare_plans(void)
             "       ELSE j.payload::text END,"
             "  pg_catalog.date_part('epoch', j.staged_at), pg_catalog.date_part('epoch', j.run_at),"
             "  coalesce(j.payload OPERATOR(pg_catalog.?) $6, false),"
-            "  j.payload, j.partition_key, j.unique_key, j.staged_at, j.attempts",
-            6, types);
+            "  j.payload, j.partition_key, j.unique_key, j.staged_at, j.attempts, j.origin",
+            7, types);
     }
     {
         Oid types[8] = {INT8OID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID};
@@ -105,12 +108,16 @@ void take_batch(const ActiveQueue* q, int limit, int64 after_id, TakeBounds boun
     const jobbuf::redis::TargetTraits& target = *q->traits;
     if (take_jobs_directly(q->name, target, limit, after_id, bounds, taken))
         return;
-    ParamListInfo params = makeParamList(6);
-    const Oid types[6] = {TEXTOID, INT4OID, TEXTARRAYOID, INT8OID, BOOLOID, TEXTOID};
-    const Datum values[6] = {CStringGetTextDatum(q->name), Int32GetDatum(limit), own_keys_array(target),
+    pg_uuid_t* own = static_cast<pg_uuid_t*>(palloc(sizeof(pg_uuid_t)));
+    if (!own_installation_id(own))
+        elog(ERROR, "jobbuf: the installed SQL has no installation identity");
+    ParamListInfo params = makeParamList(7);
+    const Oid types[7] = {TEXTOID, INT4OID, TEXTARRAYOID, INT8OID, BOOLOID, TEXTOID, UUIDOID};
+    const Datum values[7] = {CStringGetTextDatum(q->name), Int32GetDatum(limit), own_keys_array(target),
                              Int64GetDatum(after_id), BoolGetDatum(target.carries_run_at),
-                             target.probed_key != nullptr ? CStringGetTextDatum(target.probed_key) : Datum(0)};
-    for (int i = 0; i < 6; i++) {
+                             target.probed_key != nullptr ? CStringGetTextDatum(target.probed_key) : Datum(0),
+                             UUIDPGetDatum(own)};
+    for (int i = 0; i < 7; i++) {
         params->params[i].value = values[i];
         params->params[i].isnull = i == 5 && target.probed_key == nullptr;
         params->params[i].pflags = PARAM_FLAG_CONST;

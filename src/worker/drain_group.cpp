@@ -108,6 +108,7 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
     message.payload = std::string_view(body);
     message.staged_at = DatumGetFloat8(SPI_getbinval(tuple, desc, 3, &isnull));
     message.marked = false;  // its jobs stay in jobbuf.jobs: reconciliation must never touch them
+    message.id_salt = installation_salt();
     commit_worker_transaction();
 
     // 2. Push one message for the group.

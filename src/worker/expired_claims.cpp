@@ -35,6 +35,7 @@ void prepare_plans(void)
             "  SELECT j.id, j.unique_key FROM jobbuf.jobs j"
             "  WHERE j.queue OPERATOR(pg_catalog.=) $1 AND j.group_id IS NOT NULL"
             "    AND j.lease_until OPERATOR(pg_catalog.<=) pg_catalog.now()"
+            "    AND j.owner OPERATOR(pg_catalog.=) jobbuf.installation_id()"
             "    AND j.attempts OPERATOR(pg_catalog.+) 1 OPERATOR(pg_catalog.<) coalesce(("
             "        SELECT (q.options OPERATOR(pg_catalog.->>) 'max_attempts')::pg_catalog.int4"
             "        FROM jobbuf.queues q WHERE q.name OPERATOR(pg_catalog.=) $1), 25)"

@@ -3,6 +3,7 @@
 
 #include <new>
 
+#include "installation_identity.h"
 #include "worker/job_taker.h"
 #include "worker/own_keys.h"
 #include "jsonb_text_size.h"
@@ -34,13 +35,14 @@ using jobbuf::redis::StagedJob;
 
 namespace {
 
-// True when index is jobs_waiting as created: a valid btree on (queue, id) WHERE group_id IS NULL.
+// True when index is jobs_waiting as created: a valid btree on (queue, owner, id) WHERE group_id IS NULL.
 bool waiting_index_is_pristine(Relation index)
 {
     Form_pg_index form = index->rd_index;
     if (index->rd_rel->relam != BTREE_AM_OID || !form->indisvalid || !form->indisready ||
-        form->indnatts != 2 || form->indnkeyatts != 2 || form->indkey.values[0] != kJobsQueue ||
-        form->indkey.values[1] != kJobsId || RelationGetIndexExpressions(index) != NIL)
+        form->indnatts != 3 || form->indnkeyatts != 3 || form->indkey.values[0] != kJobsQueue ||
+        form->indkey.values[1] != kJobsOwner || form->indkey.values[2] != kJobsId ||
+        RelationGetIndexExpressions(index) != NIL)
         return false;
     List* predicate = RelationGetIndexPredicate(index);
     if (list_length(predicate) != 1 || !IsA(linitial(predicate), NullTest))
@@ -100,6 +102,7 @@ void append_job(TupleTableSlot* slot, const jobbuf::redis::TargetTraits& target,
     Jsonb* payload = DatumGetJsonbP(stored);
     StagedJob* job = new (&taken->jobs[i]) StagedJob();
     job->id = DatumGetInt64(v[kJobsId - 1]);
+    job->id_salt = installation_id_salt(*DatumGetUUIDP(v[kJobsOrigin - 1]));
     job->staged_at = epoch_seconds(DatumGetTimestampTz(v[kJobsStagedAt - 1]));
     job->run_at = epoch_seconds(DatumGetTimestampTz(v[kJobsRunAt - 1]));
     job->payload_has_probed_key = target.probed_key != nullptr && has_top_level_key(payload, target.probed_key);
@@ -129,6 +132,9 @@ void append_job(TupleTableSlot* slot, const jobbuf::redis::TargetTraits& target,
 bool take_jobs_directly(const char* queue, const jobbuf::redis::TargetTraits& target, int limit, int64 after_id,
                         TakeBounds bounds, TakenBatch* taken)
 {
+    pg_uuid_t own;
+    if (!own_installation_id(&own))
+        return false;
     Oid index_oid = InvalidOid;
     Relation jobs = open_jobs_table("jobs_waiting", &index_oid);
     if (jobs == nullptr)
@@ -146,15 +152,18 @@ bool take_jobs_directly(const char* queue, const jobbuf::redis::TargetTraits& ta
     StringInfoData texts;
     initStringInfo(&texts);
 
-    // queue = $1 AND id > $after_id, in (queue, id) order: the scan starts right at the cursor.
-    ScanKeyData keys[2];
+    // queue = $1 AND owner = <own identity> AND id > $after_id, in (queue, owner, id) order: the
+    // scan starts right at the cursor, and never meets a held job.
+    ScanKeyData keys[3];
     ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid, index->rd_indcollation[0],
                            F_TEXTEQ, CStringGetTextDatum(queue));
-    ScanKeyEntryInitialize(&keys[1], 0, 2, BTGreaterStrategyNumber, InvalidOid, InvalidOid, F_INT8GT,
+    ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid, InvalidOid, F_UUID_EQ,
+                           UUIDPGetDatum(&own));
+    ScanKeyEntryInitialize(&keys[2], 0, 3, BTGreaterStrategyNumber, InvalidOid, InvalidOid, F_INT8GT,
                            Int64GetDatum(after_id));
     Snapshot snapshot = GetActiveSnapshot();
-    IndexScanDesc scan = index_beginscan(jobs, index, snapshot, 2, 0);
-    index_rescan(scan, keys, 2, nullptr, 0);
+    IndexScanDesc scan = index_beginscan(jobs, index, snapshot, 3, 0);
+    index_rescan(scan, keys, 3, nullptr, 0);
     TupleTableSlot* slot = table_slot_create(jobs, nullptr);
     TimestampTz now = GetCurrentTransactionStartTimestamp();
     CommandId cid = GetCurrentCommandId(true);

@@ -6,6 +6,7 @@
 #include <new>
 #include <numeric>
 
+#include "installation_identity.h"
 #include "worker/taken_batch.h"
 
 extern "C" {
@@ -66,6 +67,7 @@ bool receive_row(TupleTableSlot* slot, DestReceiver* self)
     job->staged_at = jobbuf::redis::bounded_epoch_seconds(DatumGetFloat8(v[2]));
     job->run_at = jobbuf::redis::bounded_epoch_seconds(DatumGetFloat8(v[3]));
     job->payload_has_probed_key = DatumGetBool(v[4]);
+    job->id_salt = installation_id_salt(*DatumGetUUIDP(v[10]));
     taken_batch_keep_record(batch, i, v[5], NullableDatum{v[6], isnull[6]}, NullableDatum{v[7], isnull[7]}, v[8], v[9]);
 
     if (i > 0 && batch->jobs[i - 1].id >= job->id)
@@ -77,8 +79,8 @@ bool receive_row(TupleTableSlot* slot, DestReceiver* self)
 
 void startup_receiver(DestReceiver*, int, TupleDesc typeinfo)
 {
-    if (typeinfo->natts != 10)
-        elog(ERROR, "jobbuf: the batch statement returns %d columns, expected 10", typeinfo->natts);
+    if (typeinfo->natts != 11)
+        elog(ERROR, "jobbuf: the batch statement returns %d columns, expected 11", typeinfo->natts);
 }
 
 void shutdown_receiver(DestReceiver*) {}

@@ -99,11 +99,15 @@ wait_consumer() {  # wait_consumer NAME: waits for the process, returns its exit
   return $status
 }
 
+# The first 8 hex digits of every uid: this installation's identity (jobbuf.installation_id()).
+UID_PREFIX=$(jb_sql "SELECT substr(replace(jobbuf.installation_id()::text, '-', ''), 1, 8)")
+
 # verify NAME: prints the problems; exit 0 when the consumer saw exactly the committed jobs,
-# each once, with the payload text as staged, and only the fields id and payload.
+# each once, with the payload text as staged, and only the fields id, uid and payload, the uid
+# being the identity's prefix and the id in 16 hex digits.
 verify() {
   ruby -rjson -e '
-    seen_file, committed_file, rolled_back_file = ARGV
+    seen_file, committed_file, rolled_back_file, uid_prefix = ARGV
     want = File.readlines(committed_file, chomp: true).reject(&:empty?).map { |l| l.split("\t", 2) }
     rb_ids = File.readlines(rolled_back_file, chomp: true).reject(&:empty?).map { |l| l.split("\t", 2)[0] }
     seen = File.exist?(seen_file) ? File.readlines(seen_file).map { |l| JSON.parse(l) } : []
@@ -112,7 +116,9 @@ verify() {
     problems << "no committed job recorded at staging" if want.empty?
     problems << "no rolled-back job recorded at staging" if rb_ids.empty?
     seen.each do |e|
-      problems << "entry #{e["stream_id"]} has fields #{e["fields"].keys.inspect}" unless e["fields"].keys == %w[id payload]
+      problems << "entry #{e["stream_id"]} has fields #{e["fields"].keys.inspect}" unless e["fields"].keys == %w[id uid payload]
+      want_uid = uid_prefix + format("%016x", e["id"].to_i)
+      problems << "entry #{e["stream_id"]}: uid #{e["fields"]["uid"].inspect}, expected #{want_uid}" unless e["fields"]["uid"] == want_uid
     end
     seen_ids = seen.map { |e| e["id"] }
     want.each do |id, payload|
@@ -127,7 +133,7 @@ verify() {
     (seen_ids & rb_ids).each { |id| problems << "rolled-back job #{id} was delivered" }
     problems << "entries not in job id order" unless seen_ids.map(&:to_i) == seen_ids.map(&:to_i).sort
     puts problems.first(10).map { |p| "#   #{p}" }
-    exit(problems.empty? ? 0 : 1)' "$JB_RUN/$1.jsonl" "$JB_RUN/committed_$1.tsv" "$JB_RUN/rolled_back_$1.tsv"
+    exit(problems.empty? ? 0 : 1)' "$JB_RUN/$1.jsonl" "$JB_RUN/committed_$1.tsv" "$JB_RUN/rolled_back_$1.tsv" "$UID_PREFIX"
 }
 
 for c in events capped; do

@@ -36,14 +36,16 @@ expect_eq "list with the default key jobbuf:plain" "$(jb_redis LRANGE jobbuf:pla
 expect_eq "stream type" "$(jb_redis TYPE jobbuf:events)" stream
 fields=$(jb_redis XRANGE jobbuf:events - + | ruby -e '
   lines = STDIN.read.lines.map(&:chomp)
-  # redis-cli --raw prints: entry id, then field, value, field, value
-  puts lines.each_slice(5).map { |e| e[1..].join(",") }.join(";")')
-expect_eq "stream: id = the job id, payload = the jsonb text" \
-  "$fields" "id,$ev1,payload,{\"user\": 7, \"event\": \"signup\"};id,$ev2,payload,\"just a string\""
+  # redis-cli --raw prints: entry id, then field, value, field, value, field, value
+  puts lines.each_slice(7).map { |e| e[1..].join(",") }.join(";")')
+# uid: the first 8 hex digits of the installation's identity, then the job id in 16.
+uid() { jb_sql "SELECT substr(replace(jobbuf.installation_id()::text, '-', ''), 1, 8) || lpad(to_hex($1), 16, '0')"; }
+expect_eq "stream: id = the job id, uid = its stable identity, payload = the jsonb text" \
+  "$fields" "id,$ev1,uid,$(uid $ev1),payload,{\"user\": 7, \"event\": \"signup\"};id,$ev2,uid,$(uid $ev2),payload,\"just a string\""
 capped=$(jb_redis XLEN jobbuf:capped)
 check "stream with maxlen 100 is trimmed (XLEN $capped after 1000 jobs)" [ "$capped" -ge 100 -a "$capped" -lt 1000 ]
 expect_eq "capped stream keeps the newest job" \
-  "$(jb_redis XREVRANGE jobbuf:capped + - COUNT 1 | sed -n 5p)" '{"n": 1000}'
+  "$(jb_redis XREVRANGE jobbuf:capped + - COUNT 1 | sed -n 7p)" '{"n": 1000}'
 expect_eq "delivered_total per queue (capped, events, mails, manual, plain)" \
   "$(jb_sql "SELECT string_agg(delivered_total::text, ',' ORDER BY queue) FROM jobbuf_stats()")" "1000,2,2,0,1"
 expect_eq "target none: the job stays staged for jobbuf_claim" \

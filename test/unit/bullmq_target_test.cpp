@@ -35,10 +35,10 @@ protected:
 
 TEST_F(BullmqTargetTest, ImmediateJobsAreWaitingInIdOrder)
 {
-    auto t = jobbuf::test::make_target("bullmq", {}, "mail", 0xabcd);
+    auto t = jobbuf::test::make_target("bullmq", {}, "mail");
     std::vector<std::string> payloads = {R"({"data": {"user": 1}, "name": "welcome"})",
                                          R"({"data": [1, "two"], "name": "caf\u00e9 \"x\""})"};
-    auto out = deliver(*t, jobs_from(payloads, 41));
+    auto out = deliver(*t, jobs_from(payloads, 41, 0xabcd));
     ASSERT_EQ(out.size(), 2u);
     for (const auto& o : out) EXPECT_EQ(o.result, JobResult::Delivered) << o.error;
 
@@ -61,9 +61,9 @@ TEST_F(BullmqTargetTest, ImmediateJobsAreWaitingInIdOrder)
 
 TEST_F(BullmqTargetTest, LaterRunAtIsADelayedJobDueThen)
 {
-    auto t = jobbuf::test::make_target("bullmq", {}, "mail", 1);
+    auto t = jobbuf::test::make_target("bullmq", {}, "mail");
     std::vector<std::string> payloads = {R"({"data": {}, "name": "later"})"};
-    auto jobs = jobs_from(payloads, 7);
+    auto jobs = jobs_from(payloads, 7, 1);
     jobs[0].run_at = kNow + 60;  // staged at kNow - 100: due 160 s after its timestamp
     auto out = deliver(*t, jobs);
     ASSERT_EQ(out[0].result, JobResult::Delivered) << out[0].error;
@@ -78,10 +78,10 @@ TEST_F(BullmqTargetTest, LaterRunAtIsADelayedJobDueThen)
 
 TEST_F(BullmqTargetTest, OptionsAreStoredAsQueueAddStoresThem)
 {
-    auto t = jobbuf::test::make_target("bullmq", {{"prefix", "{app}"}, {"bullmq_queue", "jobs"}}, "mail", 1);
+    auto t = jobbuf::test::make_target("bullmq", {{"prefix", "{app}"}, {"bullmq_queue", "jobs"}}, "mail");
     std::vector<std::string> payloads = {
         R"({"data": null, "name": "vip", "opts": {"backoff": 500, "attempts": 3, "priority": 5, "removeOnFail": {"age": 60}, "removeOnComplete": true}})"};
-    auto out = deliver(*t, jobs_from(payloads, 9));
+    auto out = deliver(*t, jobs_from(payloads, 9, 1));
     ASSERT_EQ(out[0].result, JobResult::Delivered) << out[0].error;
     const std::string key = "{app}:jobs:jb-00000001-9";
     EXPECT_EQ(hget(key, "opts"), R"({"attempts":3,"jobId":"jb-00000001-9","priority":5,)"
@@ -98,11 +98,11 @@ TEST_F(BullmqTargetTest, OptionsAreStoredAsQueueAddStoresThem)
 
 TEST_F(BullmqTargetTest, APushedAgainJobIsOneJob)
 {
-    auto t = jobbuf::test::make_target("bullmq", {}, "mail", 1);
+    auto t = jobbuf::test::make_target("bullmq", {}, "mail");
     std::vector<std::string> first = {R"({"data": 1, "name": "a"})"};
     std::vector<std::string> again = {R"({"data": 2, "name": "changed"})"};
-    deliver(*t, jobs_from(first, 5));
-    auto out = deliver(*t, jobs_from(again, 5));
+    deliver(*t, jobs_from(first, 5, 1));
+    auto out = deliver(*t, jobs_from(again, 5, 1));
     EXPECT_EQ(out[0].result, JobResult::Delivered);
     EXPECT_EQ(command(conn_, {"LLEN", "bull:mail:wait"}).integer, 1);
     EXPECT_EQ(hget("bull:mail:jb-00000001-5", "data"), "1");
@@ -115,9 +115,9 @@ TEST_F(BullmqTargetTest, APushedAgainJobIsOneJob)
 TEST_F(BullmqTargetTest, AKeyOfAnotherTypeRefusesTheWholeBatchUnwritten)
 {
     command(conn_, {"SET", "bull:mail:delayed", "not a zset"});
-    auto t = jobbuf::test::make_target("bullmq", {}, "mail", 1);
+    auto t = jobbuf::test::make_target("bullmq", {}, "mail");
     std::vector<std::string> payloads = {R"({"data": 1, "name": "a"})", R"({"data": 2, "name": "b"})"};
-    auto out = deliver(*t, jobs_from(payloads, 1));
+    auto out = deliver(*t, jobs_from(payloads, 1, 1));
     for (const auto& o : out) {
         EXPECT_EQ(o.result, JobResult::Rejected);
         EXPECT_NE(o.error.find("WRONGTYPE jobbuf"), std::string::npos) << o.error;
@@ -127,10 +127,10 @@ TEST_F(BullmqTargetTest, AKeyOfAnotherTypeRefusesTheWholeBatchUnwritten)
 
 TEST_F(BullmqTargetTest, APayloadThatIsNotAJobIsRefusedAlone)
 {
-    auto t = jobbuf::test::make_target("bullmq", {}, "mail", 1);
+    auto t = jobbuf::test::make_target("bullmq", {}, "mail");
     std::vector<std::string> payloads = {R"({"data": 1, "name": "a"})", R"({"data": 2})", R"([1])",
                                          R"({"data": 3, "name": "c", "opts": {"priority": 1.5}})"};
-    auto out = deliver(*t, jobs_from(payloads, 1));
+    auto out = deliver(*t, jobs_from(payloads, 1, 1));
     ASSERT_EQ(out.size(), 4u);
     expect_first_delivered_rest_rejected(out, "jobbuf: the payload");
     EXPECT_EQ(command(conn_, {"LLEN", "bull:mail:wait"}).integer, 1);
@@ -138,13 +138,13 @@ TEST_F(BullmqTargetTest, APayloadThatIsNotAJobIsRefusedAlone)
 
 TEST_F(BullmqTargetTest, AGroupIsOneJobNamingIt)
 {
-    auto t = jobbuf::test::make_target("bullmq", {{"group_class", "digest"}}, "mail", 1);
+    auto t = jobbuf::test::make_target("bullmq", {{"group_class", "digest"}}, "mail");
     std::string payload;
     const std::int64_t ids[] = {3, 4};
     t->append_group_payload("0b9e6c1e-0000-4000-8000-000000000001", ids, 2, &payload);
     EXPECT_EQ(payload, R"({"data": {"group_id": "0b9e6c1e-0000-4000-8000-000000000001"}, "name": "digest"})");
     const std::vector<std::string> payloads = {payload};
-    auto jobs = jobs_from(payloads, 0x0b9e6c1e00004000);
+    auto jobs = jobs_from(payloads, 0x0b9e6c1e00004000, 1);
     jobs[0].marked = false;
     auto out = deliver(*t, jobs);
     ASSERT_EQ(out[0].result, JobResult::Delivered) << out[0].error;

@@ -43,9 +43,9 @@ std::string without_origin(std::string message)
 
 TEST_F(CeleryTargetTest, ATaskIsTheMessageKombuWouldCarry)
 {
-    auto t = jobbuf::test::make_target("celery", {}, "q", 0xabcd);
+    auto t = jobbuf::test::make_target("celery", {}, "q");
     std::vector<std::string> payloads = {R"({"args": [1, 2], "task": "proj.add", "kwargs": {"k": "v"}})"};
-    auto out = deliver(*t, jobs_from(payloads, 1));
+    auto out = deliver(*t, jobs_from(payloads, 1, 0xabcd));
     ASSERT_EQ(out[0].result, JobResult::Delivered) << out[0].error;
     auto messages = popped("celery");
     ASSERT_EQ(messages.size(), 1u);
@@ -65,9 +65,9 @@ TEST_F(CeleryTargetTest, ATaskIsTheMessageKombuWouldCarry)
 
 TEST_F(CeleryTargetTest, DefaultsAnEtaAndFifoOrderOnTheQueueOption)
 {
-    auto t = jobbuf::test::make_target("celery", {{"celery_queue", "{app}.mail"}}, "q", 1);
+    auto t = jobbuf::test::make_target("celery", {{"celery_queue", "{app}.mail"}}, "q");
     std::vector<std::string> payloads = {R"({"task": "a"})", R"({"task": "b"})", R"({"task": "c"})"};
-    auto jobs = jobs_from(payloads, 10);
+    auto jobs = jobs_from(payloads, 10, 1);
     jobs[2].run_at = 1700000160.5;  // scheduled: kept in Postgres until due, sent with its eta
     auto out = deliver(*t, jobs);
     for (const auto& o : out) EXPECT_EQ(o.result, JobResult::Delivered) << o.error;
@@ -84,10 +84,10 @@ TEST_F(CeleryTargetTest, DefaultsAnEtaAndFifoOrderOnTheQueueOption)
 
 TEST_F(CeleryTargetTest, APayloadThatIsNotATaskIsRefusedAlone)
 {
-    auto t = jobbuf::test::make_target("celery", {}, "q", 1);
+    auto t = jobbuf::test::make_target("celery", {}, "q");
     std::vector<std::string> payloads = {R"({"task": "ok"})", R"({"args": []})", R"({"task": 1})",
                                          R"({"task": "x", "args": {}})", "{"};
-    auto out = deliver(*t, jobs_from(payloads, 1));
+    auto out = deliver(*t, jobs_from(payloads, 1, 1));
     ASSERT_EQ(out.size(), payloads.size());
     expect_first_delivered_rest_rejected(out, "not a Celery task");
     EXPECT_EQ(command(conn_, {"LLEN", "celery"}).integer, 1);
@@ -95,13 +95,13 @@ TEST_F(CeleryTargetTest, APayloadThatIsNotATaskIsRefusedAlone)
 
 TEST_F(CeleryTargetTest, AGroupIsTheGroupClassTaskWithTheGroupId)
 {
-    auto t = jobbuf::test::make_target("celery", {{"group_class", "proj.digest"}}, "q", 1);
+    auto t = jobbuf::test::make_target("celery", {{"group_class", "proj.digest"}}, "q");
     std::string payload;
     const std::int64_t ids[] = {5};
     t->append_group_payload("0b9e6c1e-0000-4000-8000-000000000001", ids, 1, &payload);
     EXPECT_EQ(payload, R"({"args": ["0b9e6c1e-0000-4000-8000-000000000001"], "task": "proj.digest"})");
     const std::vector<std::string> payloads = {payload};
-    auto jobs = jobs_from(payloads, 0x7b9e6c1e00004000);
+    auto jobs = jobs_from(payloads, 0x7b9e6c1e00004000, 1);
     jobs[0].marked = false;
     auto out = deliver(*t, jobs);
     ASSERT_EQ(out[0].result, JobResult::Delivered) << out[0].error;

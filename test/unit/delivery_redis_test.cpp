@@ -60,22 +60,24 @@ TEST_F(DeliveryRedisTest, ListKeyOfWrongTypeRejectsTheJobs)
     EXPECT_EQ(command(conn_, {"GET", "jobbuf:marker:test"}).str, "1,2");
 }
 
-TEST_F(DeliveryRedisTest, StreamEntriesCarryIdAndPayload)
+TEST_F(DeliveryRedisTest, StreamEntriesCarryIdUidAndPayload)
 {
     auto t = jobbuf::test::make_target("stream", {{"key", "events"}, {"maxlen", "1000"}});
     std::vector<JobOutcome> out;
     std::string error;
-    ASSERT_TRUE(deliver(*t, jobs_from({R"({"n": 1})", R"({"n": 2})"}, 41), &out, &error)) << error;
+    ASSERT_TRUE(deliver(*t, jobs_from({R"({"n": 1})", R"({"n": 2})"}, 41, 0x5eedf00d), &out, &error)) << error;
     EXPECT_EQ(out[0].result, JobResult::Delivered);
     EXPECT_EQ(out[1].result, JobResult::Delivered);
     RedisReply range = command(conn_, {"XRANGE", "events", "-", "+"});
     ASSERT_EQ(range.elements.size(), 2u);
     const RedisReply& fields = range.elements[1].elements[1];
-    ASSERT_EQ(fields.elements.size(), 4u);
+    ASSERT_EQ(fields.elements.size(), 6u);
     EXPECT_EQ(fields.elements[0].str, "id");
     EXPECT_EQ(fields.elements[1].str, "42");
-    EXPECT_EQ(fields.elements[2].str, "payload");
-    EXPECT_EQ(fields.elements[3].str, R"({"n": 2})");
+    EXPECT_EQ(fields.elements[2].str, "uid");
+    EXPECT_EQ(fields.elements[3].str, "5eedf00d000000000000002a");
+    EXPECT_EQ(fields.elements[4].str, "payload");
+    EXPECT_EQ(fields.elements[5].str, R"({"n": 2})");
 }
 
 TEST_F(DeliveryRedisTest, SidekiqImmediateAndScheduled)

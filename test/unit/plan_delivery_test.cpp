@@ -18,6 +18,7 @@ StagedJob job(std::int64_t id, std::string_view payload, double run_at = 1700000
 {
     StagedJob j;
     j.id = id;
+    j.id_salt = 0x01020304;  // what the ids consumers see start with
     j.payload = payload;
     j.staged_at = 1700000000.25;
     j.run_at = run_at;
@@ -68,8 +69,8 @@ TEST(PlanDelivery, StreamIsOneXaddPerJob)
     auto t = jobbuf::test::make_target("stream", {{"key", "events"}});
     DeliveryPlan p = plan(*t, {job(7, R"({"e": 1})"), job(8, R"({"e": 2})")}, "mk");
     EXPECT_EQ(p.batch.wire(), resp({{"MULTI"},
-                                    {"XADD", "events", "*", "id", "7", "payload", R"({"e": 1})"},
-                                    {"XADD", "events", "*", "id", "8", "payload", R"({"e": 2})"},
+                                    {"XADD", "events", "*", "id", "7", "uid", "010203040000000000000007", "payload", R"({"e": 1})"},
+                                    {"XADD", "events", "*", "id", "8", "uid", "010203040000000000000008", "payload", R"({"e": 2})"},
                                     {"SET", "mk", "7,8"},
                                     {"EXEC"}}));
     EXPECT_EQ(ranges(p), (Ranges{{0, 1}, {1, 2}}));
@@ -80,7 +81,7 @@ TEST(PlanDelivery, StreamWithMaxlen)
     auto t = jobbuf::test::make_target("stream", {{"key", "events"}, {"maxlen", "10000"}});
     DeliveryPlan p = plan(*t, {job(12345678901LL, "{}")}, "mk");
     EXPECT_EQ(p.batch.wire(), resp({{"MULTI"},
-                                    {"XADD", "events", "MAXLEN", "~", "10000", "*", "id", "12345678901", "payload", "{}"},
+                                    {"XADD", "events", "MAXLEN", "~", "10000", "*", "id", "12345678901", "uid", "0102030400000002dfdc1c35", "payload", "{}"},
                                     {"SET", "mk", "12345678901"},
                                     {"EXEC"}}));
 }
@@ -91,10 +92,9 @@ namespace {
 std::unique_ptr<QueueTarget> sidekiq(const char* version, const char* ns = "")
 {
     if (*ns == '\0')
-        return jobbuf::test::make_target("sidekiq", {{"sidekiq_queue", "critical"}, {"sidekiq_version", version}}, "q",
-                                         0x01020304);
+        return jobbuf::test::make_target("sidekiq", {{"sidekiq_queue", "critical"}, {"sidekiq_version", version}}, "q");
     return jobbuf::test::make_target("sidekiq", {{"sidekiq_queue", "critical"}, {"namespace", ns}, {"sidekiq_version", version}},
-                                     "q", 0x01020304);
+                                     "q");
 }
 
 const std::string kJob1 =

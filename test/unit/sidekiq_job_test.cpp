@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "redis/json_text.h"
+#include "redis/targets/queue_target.h"
 #include "redis/targets/sidekiq_job.h"
 
 using namespace jobbuf::redis;
@@ -19,7 +20,6 @@ SidekiqOptions sidekiq_target(int version)
     SidekiqOptions t;
     t.sidekiq_queue = "default";
     t.sidekiq_version = version;
-    t.jid_salt = 0xdeadbeef;
     return t;
 }
 
@@ -27,6 +27,7 @@ StagedJob fixed_job(std::string_view payload)
 {
     StagedJob job;
     job.id = 42;
+    job.id_salt = 0xdeadbeef;
     job.payload = payload;
     job.staged_at = 1700000000.25;
     job.run_at = 1700000000.0;
@@ -88,10 +89,15 @@ TEST(SidekiqJob, EmptyObjectHasNoStrayComma)
 TEST(SidekiqJob, JidIsStableLowercaseHex)
 {
     std::string jid;
-    append_sidekiq_jid(0x0000abcd, 0x7fffffffffffffffLL, &jid);
+    StagedJob job;
+    job.id_salt = 0x0000abcd;
+    job.id = 0x7fffffffffffffffLL;
+    append_job_uid(job, &jid);
     EXPECT_EQ(jid, "0000abcd7fffffffffffffff");
     jid.clear();
-    append_sidekiq_jid(0, 1, &jid);
+    job.id_salt = 0;
+    job.id = 1;
+    append_job_uid(job, &jid);
     EXPECT_EQ(jid, "000000000000000000000001");
     EXPECT_EQ(jid.size(), 24u);
 }

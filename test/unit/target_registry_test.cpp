@@ -40,7 +40,7 @@ TEST(TargetRegistry, KnowsEveryTargetByName)
     EXPECT_EQ(make_target("stream")->kind(), TargetKind::Stream);
     EXPECT_EQ(make_target("sidekiq")->kind(), TargetKind::Sidekiq);
     std::string error;
-    TargetSetup setup{"q", nullptr, 0, 0};
+    TargetSetup setup{"q", nullptr, 0};
     EXPECT_EQ(make_queue_target("none", setup, &error), nullptr);
     EXPECT_NE(error.find("unknown target \"none\""), std::string::npos) << error;
 }
@@ -58,11 +58,11 @@ TEST(TargetRegistry, UnreadableOptionsAreRefusedWithTheirName)
 {
     std::string error;
     TargetOption bad[] = {{"sidekiq_version", "seven"}};
-    TargetSetup setup{"q", bad, 1, 0};
+    TargetSetup setup{"q", bad, 1};
     EXPECT_EQ(make_queue_target("sidekiq", setup, &error), nullptr);
     EXPECT_NE(error.find("sidekiq_version"), std::string::npos) << error;
     TargetOption negative[] = {{"maxlen", "-1"}};
-    TargetSetup stream{"q", negative, 1, 0};
+    TargetSetup stream{"q", negative, 1};
     EXPECT_EQ(make_queue_target("stream", stream, &error), nullptr);
     EXPECT_NE(error.find("maxlen"), std::string::npos) << error;
 }
@@ -98,7 +98,7 @@ TEST(TargetHandle, GroupPayloadReportsTheLengthItNeeds)
 {
     char error[128];
     TargetOption options[] = {{"key", "k"}};
-    QueueTarget* target = queue_target_create("list", "q", options, 1, 0, error, sizeof error);
+    QueueTarget* target = queue_target_create("list", "q", options, 1, error, sizeof error);
     ASSERT_NE(target, nullptr) << error;
     const std::int64_t ids[] = {1};
     char small[4];
@@ -108,6 +108,6 @@ TEST(TargetHandle, GroupPayloadReportsTheLengthItNeeds)
     EXPECT_EQ(queue_target_group_payload(target, "g", ids, 1, big.data(), big.size()), needed);
     EXPECT_EQ(std::string(big.c_str()), "{\"ids\": [1], \"group_id\": \"g\"}");
     queue_target_destroy(target);
-    EXPECT_EQ(queue_target_create("nope", "q", nullptr, 0, 0, error, sizeof error), nullptr);
+    EXPECT_EQ(queue_target_create("nope", "q", nullptr, 0, error, sizeof error), nullptr);
     EXPECT_NE(std::string(error).find("unknown target"), std::string::npos);
 }

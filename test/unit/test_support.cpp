@@ -215,12 +215,13 @@ void RedisServerTest::SetUp()
 }
 
 std::vector<redis::StagedJob> RedisServerTest::jobs_from(const std::vector<std::string>& payloads,
-                                                         std::int64_t first_id) const
+                                                         std::int64_t first_id, std::uint32_t id_salt) const
 {
     const double staged_at = now_ - 100;
     std::vector<redis::StagedJob> jobs(payloads.size());
     for (std::size_t i = 0; i < payloads.size(); ++i) {
         jobs[i].id = first_id + static_cast<std::int64_t>(i);
+        jobs[i].id_salt = id_salt;
         jobs[i].payload = payloads[i];
         jobs[i].staged_at = staged_at;
         jobs[i].run_at = staged_at;
@@ -238,12 +239,11 @@ std::vector<redis::JobOutcome> RedisServerTest::deliver(const redis::QueueTarget
 }
 
 std::unique_ptr<jobbuf::redis::QueueTarget> make_target(
-    std::string_view name, std::initializer_list<std::pair<const char*, const char*>> options, std::string_view queue,
-    std::uint32_t salt)
+    std::string_view name, std::initializer_list<std::pair<const char*, const char*>> options, std::string_view queue)
 {
     std::vector<jobbuf::redis::TargetOption> list;
     for (const auto& option : options) list.push_back({option.first, option.second});
-    jobbuf::redis::TargetSetup setup{queue, list.data(), list.size(), salt};
+    jobbuf::redis::TargetSetup setup{queue, list.data(), list.size()};
     std::string error;
     auto target = jobbuf::redis::make_queue_target(name, setup, &error);
     if (!target) throw std::runtime_error(error);

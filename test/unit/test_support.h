@@ -81,7 +81,7 @@ bool deliver_batch(redis::RedisConnection& conn, const redis::QueueTarget& targe
 // A target made the way the worker makes it: by name, for queue `queue`, from option text pairs.
 std::unique_ptr<jobbuf::redis::QueueTarget> make_target(
     std::string_view name, std::initializer_list<std::pair<const char*, const char*>> options = {},
-    std::string_view queue = "q", std::uint32_t salt = 0);
+    std::string_view queue = "q");
 
 // Expects outcomes[0] Delivered and every later outcome Rejected with an error containing
 // `error_part`.
@@ -94,9 +94,10 @@ protected:
     explicit RedisServerTest(double now = 1700000100.0) : now_(now) {}
     void SetUp() override;
 
-    // One job per payload, ids from first_id on, staged and due at now - 100 s. The jobs view the
-    // payload strings.
-    std::vector<redis::StagedJob> jobs_from(const std::vector<std::string>& payloads, std::int64_t first_id) const;
+    // One job per payload, ids from first_id on, with id_salt, staged and due at now - 100 s. The
+    // jobs view the payload strings.
+    std::vector<redis::StagedJob> jobs_from(const std::vector<std::string>& payloads, std::int64_t first_id,
+                                            std::uint32_t id_salt = 0) const;
 
     // Delivers one batch at now (deliver_batch) and returns the outcomes; a test failure if it fails.
     std::vector<redis::JobOutcome> deliver(const redis::QueueTarget& target, const std::vector<redis::StagedJob>& jobs);

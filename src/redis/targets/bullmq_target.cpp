@@ -48,8 +48,8 @@ struct BullmqJob {
 
 class BullmqTarget final : public QueueTarget {
 public:
-    BullmqTarget(std::string base, std::uint32_t salt, std::string group_name)
-        : base_(std::move(base)), salt_(salt), group_name_(std::move(group_name))
+    BullmqTarget(std::string base, std::string group_name)
+        : base_(std::move(base)), group_name_(std::move(group_name))
     {
     }
 
@@ -109,13 +109,13 @@ public:
     }
 
 private:
-    // The job id: "jb-<8 hex of the salt>-<id>" (BullMQ refuses custom ids that are integers or
+    // The job id: "jb-<8 hex of the job's id salt>-<id>" (BullMQ refuses custom ids that are integers or
     // contain ':'); a group's message (not marked: its id comes from the group id) "jbg-<16 hex>".
     void append_job_id(const StagedJob& job, std::string* out) const
     {
         if (job.marked) {
             out->append("jb-");
-            append_hex(salt_, 8, out);
+            append_hex(job.id_salt, 8, out);
             out->push_back('-');
             out->append(decimal(job.id));
         } else {
@@ -179,7 +179,6 @@ private:
     }
 
     std::string base_;  // "<prefix>:<queue>:"
-    std::uint32_t salt_;
     std::string group_name_;
 };
 
@@ -236,7 +235,7 @@ std::unique_ptr<QueueTarget> make_bullmq_target(const TargetSetup& setup, std::s
         return nullptr;
     }
     std::string base = std::string(setup.option("prefix", "bull")) + ":" + std::string(queue) + ":";
-    return std::make_unique<BullmqTarget>(std::move(base), setup.id_salt,
+    return std::make_unique<BullmqTarget>(std::move(base),
                                           std::string(setup.option("group_class", setup.queue)));
 }
 

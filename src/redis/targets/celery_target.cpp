@@ -28,7 +28,7 @@ constexpr std::size_t kReprMax = 1024;
 // What an identifier derived from a job id stands for (the UUID's 13th hex digit).
 enum class UuidKind : unsigned { TaskId = 0, DeliveryTag = 1, GroupTaskId = 2, GroupDeliveryTag = 3 };
 
-// An RFC 9562 version-8 UUID from the installation's salt and the job id:
+// An RFC 9562 version-8 UUID from the job's id salt (StagedJob::id_salt) and id:
 // "ssssssss-6a62-8k00-8iii-iiiiiiiiiiii" (6a62 is "jb"; k the kind; the last 64 bits are the
 // variant bits 10 and the id's low 62 bits).
 void append_job_uuid(std::uint32_t salt, std::int64_t id, UuidKind kind, std::string* out)
@@ -57,8 +57,8 @@ void append_repr(std::string_view json, std::string* out)
 
 class CeleryTarget final : public QueueTarget {
 public:
-    CeleryTarget(std::string queue, std::uint32_t salt, std::string group_task, std::string origin)
-        : queue_(std::move(queue)), salt_(salt), group_task_(std::move(group_task)), origin_(std::move(origin))
+    CeleryTarget(std::string queue, std::string group_task, std::string origin)
+        : queue_(std::move(queue)), group_task_(std::move(group_task)), origin_(std::move(origin))
     {
     }
 
@@ -117,7 +117,7 @@ private:
         const UuidKind id_kind = job.marked ? UuidKind::TaskId : UuidKind::GroupTaskId;
         const UuidKind tag_kind = job.marked ? UuidKind::DeliveryTag : UuidKind::GroupDeliveryTag;
         std::string task_id;
-        append_job_uuid(salt_, job.id, id_kind, &task_id);
+        append_job_uuid(job.id_salt, job.id, id_kind, &task_id);
 
         std::string body;
         body.reserve(args.size() + kwargs.size() + 80);
@@ -149,13 +149,12 @@ private:
         m.append("\",\"delivery_mode\":2,\"delivery_info\":{\"exchange\":\"\",\"routing_key\":");
         append_json_string(queue_, &m);
         m.append("},\"priority\":0,\"body_encoding\":\"base64\",\"delivery_tag\":\"");
-        append_job_uuid(salt_, job.id, tag_kind, &m);
+        append_job_uuid(job.id_salt, job.id, tag_kind, &m);
         m.append("\"}}");
         return true;
     }
 
     std::string queue_;
-    std::uint32_t salt_;
     std::string group_task_;
     std::string origin_;
 };
@@ -178,7 +177,7 @@ std::unique_ptr<QueueTarget> make_celery_target(const TargetSetup& setup, std::s
     char host[256] = "localhost";
     if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
     host[sizeof host - 1] = '\0';
-    return std::make_unique<CeleryTarget>(std::string(setup.option("celery_queue", "celery")), setup.id_salt,
+    return std::make_unique<CeleryTarget>(std::string(setup.option("celery_queue", "celery")),
                                           std::string(setup.option("group_class", "")),
                                           std::string("jobbuf@") + host);
 }

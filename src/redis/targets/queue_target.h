@@ -48,19 +48,22 @@ public:
 // goes to dead letters like any job Redis refused, without taking the rest of the batch along.
 void plan_refusal(std::size_t job, std::string_view why, DeliveryPlan* plan);
 
+// The job's stable identity as consumers see it (Sidekiq's jid, the stream field uid): 24 lowercase
+// hex characters, 8 of its id salt (the installation it was staged under), then 16 of its id.
+void append_job_uid(const StagedJob& job, std::string* out);
+
 // The group message of a target that hands the group id to a named job, as jsonb prints it:
 // {"<id_key>": <open>"<group id>"<close>, "<name_key>": "<name>"} (id_key sorts before name_key).
 void append_named_group_payload(std::string_view id_key, std::string_view open, std::string_view close,
                                 std::string_view name_key, std::string_view name, std::string_view group_id,
                                 std::string* out);
 
-// What a target is made from: its queue's name and options, and the installation's salt for
-// identifiers derived from job ids (Sidekiq's jid).
+// What a target is made from: its queue's name and options. (The ids a target derives from a job,
+// such as Sidekiq's jid, come from the job itself: StagedJob::id_salt and id.)
 struct TargetSetup {
     std::string_view queue;
     const TargetOption* options = nullptr;
     std::size_t option_count = 0;
-    std::uint32_t id_salt = 0;
 
     // The option's text, or fallback when the queue does not set it.
     std::string_view option(std::string_view name, std::string_view fallback) const;

@@ -6,6 +6,7 @@
 
 #include "redis/json_text.h"
 #include "redis/targets/sidekiq_job.h"
+#include "redis/targets/queue_target.h"
 
 namespace jobbuf::redis {
 namespace {
@@ -25,12 +26,6 @@ void append_timestamp(const SidekiqOptions& target, double epoch_seconds, std::s
 
 }  // namespace
 
-void append_sidekiq_jid(std::uint32_t salt, std::int64_t job_id, std::string* out)
-{
-    append_hex(salt, 8, out);
-    append_hex(static_cast<std::uint64_t>(job_id), 16, out);
-}
-
 std::string_view sidekiq_job_head(const SidekiqOptions& target, const StagedJob& job, bool immediate,
                                   double now_epoch, std::string* head)
 {
@@ -48,7 +43,7 @@ std::string_view sidekiq_job_head(const SidekiqOptions& target, const StagedJob&
     head->append("\"queue\":");
     append_json_string(target.sidekiq_queue, head);
     head->append(",\"jid\":\"");
-    append_sidekiq_jid(target.jid_salt, job.id, head);
+    append_job_uid(job, head);
     head->push_back('"');
     if (!job.payload_has_probed_key) head->append(",\"retry\":true");
     head->append(",\"created_at\":");

@@ -15,12 +15,8 @@ struct SidekiqOptions {
     std::string sidekiq_queue;     // the Sidekiq queue name
     std::string namespace_prefix;  // "" or "<ns>:"
     int sidekiq_version = 7;
-    std::uint32_t jid_salt = 0;    // jid = 8 hex of jid_salt + 16 hex of the job id
     std::string group_class;       // delivery 'group': the job class given [group_id]
 };
-
-// 24 lowercase hex characters: 8 of the salt, then 16 of the job id.
-void append_sidekiq_jid(std::uint32_t salt, std::int64_t job_id, std::string* out);
 
 // The Sidekiq JSON of job in two parts: *head (jobbuf's fields spliced after the payload's "{";
 // replaced, not appended to) and the returned tail, a view of the rest of the payload. Sending

@@ -113,7 +113,6 @@ std::unique_ptr<QueueTarget> make_sidekiq_target(const TargetSetup& setup, std::
     options.sidekiq_queue = std::string(setup.option("sidekiq_queue", setup.queue));
     std::string_view ns = setup.option("namespace", std::string_view());
     if (ns.data() != nullptr) options.namespace_prefix = std::string(ns) + ":";
-    options.jid_salt = setup.id_salt;
     options.group_class = std::string(setup.option("group_class", ""));
     return std::make_unique<SidekiqTarget>(std::move(options));
 }

@@ -1,5 +1,7 @@
-// Pure C++ regime: the `stream` target. Each job is XADD <key> [MAXLEN ~ n] * id <id> payload
-// <json>, one command per job so that one refused entry does not take the others down with it.
+// Pure C++ regime: the `stream` target. Each job is XADD <key> [MAXLEN ~ n] * id <id> uid <uid>
+// payload <json>, one command per job so that one refused entry does not take the others down with
+// it. id is the job's number in its database; uid its stable identity (append_job_uid), unique
+// across databases, reinstallations and copies: what consumers deduplicate on.
 // Options `key` (default "jobbuf:<queue>") and `maxlen`.
 #include "redis/regime.h"
 
@@ -34,10 +36,12 @@ public:
         for (std::size_t i = 0; i < jobs.size(); ++i) {
             if (!is_sent(skip, i)) continue;
             std::string id = decimal(jobs[i].id);
+            std::string uid;
+            append_job_uid(jobs[i], &uid);
             if (maxlen_ > 0)
-                b.add({"XADD", key_, "MAXLEN", "~", maxlen, "*", "id", id, "payload", jobs[i].payload});
+                b.add({"XADD", key_, "MAXLEN", "~", maxlen, "*", "id", id, "uid", uid, "payload", jobs[i].payload});
             else
-                b.add({"XADD", key_, "*", "id", id, "payload", jobs[i].payload});
+                b.add({"XADD", key_, "*", "id", id, "uid", uid, "payload", jobs[i].payload});
             plan->pushes.push_back(DeliveryPlan::PushRange{i, i + 1});
         }
     }

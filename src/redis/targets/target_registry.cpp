@@ -69,6 +69,12 @@ void QueueTarget::append_group_payload(std::string_view group_id, const std::int
     out->append("\"}");
 }
 
+void append_job_uid(const StagedJob& job, std::string* out)
+{
+    append_hex(job.id_salt, 8, out);
+    append_hex(static_cast<std::uint64_t>(job.id), 16, out);
+}
+
 void plan_refusal(std::size_t job, std::string_view why, DeliveryPlan* plan)
 {
     plan->batch.add({"EVAL", "return redis.error_reply(ARGV[1])", "0", why});

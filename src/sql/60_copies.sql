@@ -1,0 +1,54 @@
+-- jobbuf: copies of a database (docs/copies.md). Jobs whose owner is not this installation's
+-- identity are held: restored from a dump, copied by CREATE DATABASE ... TEMPLATE, applied by
+-- logical replication. The worker and claims skip them; an administrator adopts or deletes them.
+
+-- The queue named, or every queue when NULL (an unknown name is an error, as everywhere).
+CREATE FUNCTION jobbuf.held_jobs_of(queue text)
+RETURNS TABLE (id bigint) LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT j.id FROM jobbuf.jobs j
+    WHERE j.owner OPERATOR(pg_catalog.<>) jobbuf.installation_id()
+      AND ($1 IS NULL OR j.queue OPERATOR(pg_catalog.=) (jobbuf.known_queue($1)).name);
+$$;
+
+-- Adopts the held jobs of the queue (all queues when NULL): they are delivered or claimed like
+-- jobs staged here, keeping their ids, their origin (so consumers see the ids the original
+-- installation gave them, and can tell a job they already ran) and every other column.
+CREATE FUNCTION jobbuf_release_restored(queue text DEFAULT NULL)
+RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    released bigint;
+BEGIN
+    UPDATE jobbuf.jobs j SET owner = jobbuf.installation_id()
+    FROM jobbuf.held_jobs_of(queue) h WHERE j.id OPERATOR(pg_catalog.=) h.id;
+    GET DIAGNOSTICS released = ROW_COUNT;
+    IF released OPERATOR(pg_catalog.>) 0 THEN
+        -- A statement on jobbuf.queues wakes the worker when this transaction commits.
+        UPDATE jobbuf.queues SET paused = paused WHERE false;
+    END IF;
+    RETURN released;
+END $$;
+
+-- Deletes the held jobs of the queue (all queues when NULL).
+CREATE FUNCTION jobbuf_discard_restored(queue text DEFAULT NULL)
+RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    discarded bigint;
+BEGIN
+    DELETE FROM jobbuf.jobs j USING jobbuf.held_jobs_of(queue) h WHERE j.id OPERATOR(pg_catalog.=) h.id;
+    GET DIAGNOSTICS discarded = ROW_COUNT;
+    RETURN discarded;
+END $$;
+
+-- Gives this installation a new identity (superusers only): for a clone of a cluster
+-- (pg_basebackup, a disk snapshot, a standby promoted while its primary still runs) that is meant
+-- to live beside its original. Every job staged before becomes held (it is a copy of one the
+-- original delivers); jobs staged afterwards carry the new identity, and the worker uses a
+-- delivery marker of its own. Returns the new identity.
+CREATE FUNCTION jobbuf_reset_identity()
+RETURNS uuid LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    UPDATE jobbuf.installation
+    SET id = pg_catalog.gen_random_uuid(), created_at = pg_catalog.now(),
+        database_oid = (SELECT d.oid FROM pg_catalog.pg_database d
+                        WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+    RETURNING id;
+$$;
