@@ -4,8 +4,8 @@
 # rows put back), not because vacuum removes anything. Checks the mechanism, not timings:
 #  * the table's file changed (rotations happened) and its size stayed under a bound far below
 #    what the delivered jobs' dead rows would take;
-#  * a scheduled job, a claimed group with a live lease, a waiting unique job of a paused queue and
-#    a job in backoff keep their ids and every column; the group still completes; the unique key
+#  * a scheduled job, a claimed group with a live lease, a waiting unique job of a paused queue, a
+#    job in backoff and a held job (another installation's owner and origin) keep their ids and every column; the group still completes; the unique key
 #    still refuses a duplicate; the old snapshot still sees the rows that were put back;
 #  * while a transaction holds ACCESS SHARE on jobbuf.jobs (what pg_dump holds for its whole run)
 #    rotation does not happen and producers are never queued behind it; once it ends, it does.
@@ -33,13 +33,16 @@ SELECT jobbuf_stage('flow', '{"later": true}'::jsonb, now() + interval '1 day');
 SELECT jobbuf_stage('parked', '{"unique": true}'::jsonb, NULL, 'only-once');
 SELECT jobbuf_stage('consumed', '{"claimed": true}'::jsonb);
 SELECT jobbuf_stage('consumed', '{"backoff": true}'::jsonb);
+-- Held: staged under another installation (a restored dump's job); skipped until released.
+INSERT INTO jobbuf.jobs (queue, payload, origin, owner)
+VALUES ('flow', '{"held": true}', '00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000001');
 SQL
 group=$(jb_sql "SELECT DISTINCT group_id FROM jobbuf_claim('consumed', 1)")
 backoff_group=$(jb_sql "SELECT DISTINCT group_id FROM jobbuf_claim('consumed', 1)")
 jb_sql "SELECT jobbuf_fail('$backoff_group', 'try again')" >/dev/null
 kept_rows_sql="SELECT string_agg(row_to_json(j)::text, ' ' ORDER BY id) FROM jobbuf.jobs j"
 kept_before=$(jb_sql "$kept_rows_sql")
-expect_eq "four jobs that must survive rotation are staged" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 4
+expect_eq "five jobs that must survive rotation are staged" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 5
 filenode() { jb_sql "SELECT pg_relation_filenode('jobbuf.jobs')"; }
 heap_bytes() { jb_sql "SELECT pg_relation_size('jobbuf.jobs')"; }
 
@@ -78,10 +81,10 @@ expect_le "largest size with indexes stays bounded" "$max_total" $((2 * BOUND_BY
 expect_eq "the held transaction still holds the same horizon" \
   "$(jb_sql "SELECT backend_xmin FROM pg_stat_activity WHERE pid = $(jb_sql "SELECT pid FROM pg_stat_activity WHERE state = 'idle in transaction'")")" "$held_xmin"
 
-expect_eq "scheduled, claimed, unique and backoff jobs keep ids and every column" "$(jb_sql "$kept_rows_sql")" "$kept_before"
+expect_eq "scheduled, claimed, unique, backoff and held jobs keep ids and every column" "$(jb_sql "$kept_rows_sql")" "$kept_before"
 expect_eq "the unique key still refuses a duplicate" "$(jb_sql "SELECT jobbuf_stage('parked', '{}'::jsonb, NULL, 'only-once') IS NULL")" t
 tx_run "SELECT count(*) FROM jobbuf.jobs \\g $TX_FIFO.out"
-expect_eq "the old snapshot sees the jobs put back" "$(cat "$TX_FIFO.out")" 4
+expect_eq "the old snapshot sees the jobs put back" "$(cat "$TX_FIFO.out")" 5
 tx_close ROLLBACK
 expect_eq "the claimed group completes after rotation" "$(jb_sql "SELECT jobbuf_complete('$group')")" 1
 
@@ -102,5 +105,5 @@ else
 fi
 expect_le "heap back under the bound" "$(heap_bytes)" "$BOUND_BYTES"
 expect_eq "every job delivered once" "$(jb_redis LRANGE jobbuf:flow 0 -1 | sort -u | wc -l)" $(((ROUNDS + 8) * PER_ROUND))
-expect_eq "only the scheduled, unique and backoff jobs remain" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 3
+expect_eq "only the scheduled, unique, backoff and held jobs remain" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 4
 e2e_done
