@@ -83,6 +83,8 @@ expect_eq "the held transaction still holds the same horizon" \
 
 expect_eq "scheduled, claimed, unique, backoff and held jobs keep ids and every column" "$(jb_sql "$kept_rows_sql")" "$kept_before"
 expect_eq "the unique key still refuses a duplicate" "$(jb_sql "SELECT jobbuf_stage('parked', '{}'::jsonb, NULL, 'only-once') IS NULL")" t
+expect_eq "an ORM's INSERT ... ON CONFLICT DO NOTHING still skips the duplicate" \
+  "$(jb_sql "INSERT INTO jobbuf.jobs (queue, payload, unique_key) VALUES ('parked', '{}', 'only-once') ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND group_id IS NULL DO NOTHING RETURNING id" | wc -l)" 0
 tx_run "SELECT count(*) FROM jobbuf.jobs \\g $TX_FIFO.out"
 expect_eq "the old snapshot sees the jobs put back" "$(cat "$TX_FIFO.out")" 5
 tx_close ROLLBACK
