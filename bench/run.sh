@@ -402,20 +402,19 @@ phase_sustain() {
 }
 
 # --- 4b. held snapshot: the same load with and without a snapshot held, side by side ----------
-# hold_snapshots HOLD SECONDS: in the background, REPEATABLE READ snapshots held HOLD seconds at a
-# time (all: the whole run; dump: the whole run, with pg_dump's ACCESS SHARE on jobbuf.jobs) until
-# SECONDS have passed. Prints its pid.
+# hold_snapshots HOLD SECONDS (run in the background): REPEATABLE READ snapshots held HOLD seconds
+# at a time, back to back (all: the whole run; dump: the whole run, with pg_dump's ACCESS SHARE on
+# jobbuf.jobs) until SECONDS have passed.
 hold_snapshots() {
-  local hold=$1 seconds=$2 lock=""
+  local hold=$1 seconds=$2 lock="" end left
   [ "$hold" = dump ] && lock="LOCK TABLE jobbuf.jobs IN ACCESS SHARE MODE;"
-  [ "$hold" = all ] || [ "$hold" = dump ] && hold=$seconds
-  ( end=$((SECONDS + seconds))
-    while [ $SECONDS -lt $end ]; do
-      left=$((end - SECONDS)); [ "$left" -lt "$hold" ] && hold=$left
-      psql -X -q -o /dev/null -c "BEGIN ISOLATION LEVEL REPEATABLE READ" -c "SELECT count(*) FROM bench.analytics; $lock" \
-        -c "SELECT pg_sleep($hold)" -c "COMMIT" || exit 1
-    done ) >/dev/null 2>&1 &
-  echo $!
+  if [ "$hold" = all ] || [ "$hold" = dump ]; then hold=$seconds; fi
+  end=$((SECONDS + seconds))
+  while [ $SECONDS -lt "$end" ]; do
+    left=$((end - SECONDS)); [ "$left" -lt "$hold" ] && hold=$left
+    psql -X -q -o /dev/null -v ON_ERROR_STOP=1 -c "BEGIN ISOLATION LEVEL REPEATABLE READ" \
+      -c "SELECT count(*) FROM bench.analytics; $lock" -c "SELECT pg_sleep($hold)" -c "COMMIT" || return 1
+  done
 }
 
 snapshot_run() {  # snapshot_run LABEL RATE HOLD (HOLD none: no snapshot)
@@ -424,13 +423,16 @@ snapshot_run() {  # snapshot_run LABEL RATE HOLD (HOLD none: no snapshot)
   : >"$latfile"
   "$LATENCY_PROBE" bench_lat jobbuf:bench_lat "$JB_REDIS_PORT" --seconds "$BENCH_SNAPSHOT_SECONDS" --interval-ms 20 --out "$latfile" >/dev/null &
   lat_pid=$!; BG_PIDS+=("$lat_pid")
-  if [ "$hold" != none ]; then hold_pid=$(hold_snapshots "$hold" "$BENCH_SNAPSHOT_SECONDS"); BG_PIDS+=("$hold_pid"); fi
+  if [ "$hold" != none ]; then
+    hold_snapshots "$hold" "$BENCH_SNAPSHOT_SECONDS" >"$JB_RUN/hold_$label.out" 2>&1 &
+    hold_pid=$!; BG_PIDS+=("$hold_pid")
+  fi
   pgbench -n -M prepared -c 4 -j 2 -R "$rate" -T "$BENCH_SNAPSHOT_SECONDS" -f bench/pgbench/bg_stage.sql >"$pgb_out" 2>&1 &
   pgb_pid=$!; BG_PIDS+=("$pgb_pid")
   ruby bench/sustain_sampler.rb "$label" "$BENCH_SNAPSHOT_SECONDS" 5 "$WORKER_PID" "$latfile" jobbuf:bench_bg | tee "$JB_RUN/snapshot_$label.out"
   wait "$pgb_pid" || { cat "$pgb_out" >&2; fail "snapshot pgbench ($label)"; }
   wait "$lat_pid" || fail "latency probe ($label)"
-  [ -z "$hold_pid" ] || wait "$hold_pid" || fail "the held snapshot's session failed ($label)"
+  [ -z "$hold_pid" ] || wait "$hold_pid" || { cat "$JB_RUN/hold_$label.out" >&2; fail "the held snapshot's session failed ($label)"; }
   t0=$(date +%s%N)
   wait_queue_empty bench_bg 300 || echo "(backlog not drained 300 s after the run)"
   tps=$(awk '/^tps = / { printf "%.0f\n", $3; exit }' "$pgb_out")
@@ -440,6 +442,11 @@ snapshot_run() {  # snapshot_run LABEL RATE HOLD (HOLD none: no snapshot)
   line=$(grep '^RESULT ' "$JB_RUN/snapshot_$label.out" | sed 's/^RESULT //')
   for kv in $line; do echo "snap_$kv" >>"$RESULTS"; done
   jb_redis unlink jobbuf:bench_bg >/dev/null
+}
+
+compact_jobs() {  # every run starts from the same small table (the drain phase leaves it large)
+  jb_sql "VACUUM (FULL, ANALYZE) jobbuf.jobs" >/dev/null
+  jb_sql "CHECKPOINT" >/dev/null
 }
 
 phase_snapshot() {
@@ -454,9 +461,9 @@ phase_snapshot() {
       rate=$(awk -v m="$max" 'BEGIN { printf "%.0f", 0.7 * m }')
     fi
     say "held snapshot $k: $rate single-job transactions/s for ${BENCH_SNAPSHOT_SECONDS}s, without and with a snapshot held ($hold)"
-    settle jobbuf.jobs
+    compact_jobs
     snapshot_run "s${k}none" "$rate" none
-    settle jobbuf.jobs
+    compact_jobs
     snapshot_run "s${k}held" "$rate" "$hold"
     result "snap_s${k}_rate" "$rate"
     result "snap_s${k}_hold" "$hold"

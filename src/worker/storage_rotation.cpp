@@ -163,7 +163,7 @@ Outcome try_rotation(void)
     table_close(rel, NoLock);  // TRUNCATE refuses a table this session still has open
     MemoryContextSwitchTo(caller_cxt);
     if (!fits)
-        return Outcome::TooLive;  // the caller aborts: the lock goes, nothing changed
+        return Outcome::TooLive;  // nothing changed; the lock goes at the caller's commit
     if (SPI_execute("TRUNCATE jobbuf.jobs", false, 0) != SPI_OK_UTILITY)
         elog(ERROR, "jobbuf: TRUNCATE jobbuf.jobs failed during rotation");
     CommandCounterIncrement();
@@ -179,12 +179,9 @@ void rotate_storage_if_due(void)
     TimestampTz now = GetCurrentTimestamp();
     if (now < next_check)
         return;
-    begin_worker_transaction("jobbuf: rotating the storage of jobbuf.jobs");
+    begin_worker_transaction("jobbuf: storage rotation of jobbuf.jobs");
     Outcome outcome = try_rotation();
-    if (outcome == Outcome::Rotated)
-        commit_worker_transaction();
-    else
-        abort_worker_transaction();  // releases what it locked; nothing was written
+    commit_worker_transaction();  // unless it rotated, nothing was written: this releases the locks
     long wait_ms = kCheckEveryMs;
     switch (outcome) {
     case Outcome::LockBusy:

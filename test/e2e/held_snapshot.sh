@@ -8,7 +8,8 @@
 #    job in backoff and a held job (another installation's owner and origin) keep their ids and every column; the group still completes; the unique key
 #    still refuses a duplicate; the old snapshot still sees the rows that were put back;
 #  * while a transaction holds ACCESS SHARE on jobbuf.jobs (what pg_dump holds for its whole run)
-#    rotation does not happen and producers are never queued behind it; once it ends, it does.
+#    rotation does not happen and producers are never queued behind it; once it ends, it does;
+#  * a live backlog above the cap is left alone, and rotated once it drains.
 source "$(dirname "$0")/tools/lib.sh"
 
 ROUNDS=${HELD_SNAPSHOT_ROUNDS:-40}
@@ -106,6 +107,28 @@ else
   fail "not rotated within 15 s of the lock's release (heap $(heap_bytes) bytes)"
 fi
 expect_le "heap back under the bound" "$(heap_bytes)" "$BOUND_BYTES"
-expect_eq "every job delivered once" "$(jb_redis LRANGE jobbuf:flow 0 -1 | sort -u | wc -l)" $(((ROUNDS + 8) * PER_ROUND))
+
+# A live backlog above the cap (10,000 rows: producers would wait for their copy) is not rotated,
+# however many dead rows surround it; once it drains, rotation reclaims the table.
+jb_psql -q -o /dev/null <<'SQL'
+SELECT jobbuf_create_queue('backlog', 'list');
+SELECT jobbuf_pause('backlog');
+SELECT count(*) FROM jobbuf_stage('backlog', ARRAY(SELECT jsonb_build_object('n', n) FROM generate_series(1, 12000) n));
+SQL
+tx_open
+tx_run "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM analytics;"
+backlog_filenode=$(filenode)
+stage_rounds $((ROUNDS + 9)) $((ROUNDS + 16))
+expect_eq "a live backlog above the cap is not rotated" "$(filenode)" "$backlog_filenode"
+check "though the table grew past the rotation threshold" test "$(heap_bytes)" -gt $((8 * 1024 * 1024))
+jb_sql "SELECT jobbuf_resume('backlog')" >/dev/null
+expect_list_reaches jobbuf:backlog 12000 30 "the backlog is delivered once resumed"
+if jb_wait_until "[ \"\$(filenode)\" != $backlog_filenode ]" 15; then
+  pass "rotated once the backlog drained, the snapshot still held"
+else
+  fail "not rotated within 15 s of the backlog's delivery (heap $(heap_bytes) bytes)"
+fi
+tx_close ROLLBACK
+expect_eq "every job delivered once" "$(jb_redis LRANGE jobbuf:flow 0 -1 | sort -u | wc -l)" $(((ROUNDS + 16) * PER_ROUND))
 expect_eq "only the scheduled, unique, backoff and held jobs remain" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 4
 e2e_done
