@@ -88,8 +88,8 @@ end
   hb, nb = num(r["#{h}_max_bytes"]) / 1024, num(r["#{n}_max_bytes"]) / 1024
   add.("#{tag}: largest jobbuf.jobs (kB)", hb, "no snapshot", nb, nb > 0 ? hb / nb : nil, "within 4x", nb > 0 ? hb <= 4 * nb : nil)
   add.("#{tag}: most dead tuples", num(r["#{h}_max_dead"]), "no snapshot", num(r["#{n}_max_dead"]), nil, "(info)", nil)
-  add.("#{tag}: rotations", num(r["#{h}_rotations"]), "no snapshot", num(r["#{n}_rotations"]), nil, "(info)", nil)
-  add.("#{tag}: catch-up after release (ms)", num(r["#{h}_catchup_ms"]), "no snapshot", num(r["#{n}_catchup_ms"]), nil, "(info)", nil)
+  add.("#{tag}: rotations", r["#{h}_rotations"].to_s, "no snapshot", r["#{n}_rotations"].to_s, nil, "(info)", nil)
+  add.("#{tag}: catch-up after release (ms)", r["#{h}_catchup_ms"].to_s, "no snapshot", r["#{n}_catchup_ms"].to_s, nil, "(info)", nil)
 end
 if num(r["sustain_normal_rate"])
   rate = r["sustain_rate"]
