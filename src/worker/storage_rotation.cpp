@@ -1,4 +1,5 @@
-// Postgres regime: storage rotation of jobbuf.jobs (see storage_rotation.h and docs/storage.md).
+// Postgres regime: storage rotation of jobbuf.jobs and jobbuf.queue_stats (see storage_rotation.h
+// and docs/storage.md).
 #include "pg_includes.h"
 
 #include "worker/storage_rotation.h"
@@ -12,7 +13,9 @@ extern "C" {
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/heap.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_am.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
@@ -44,10 +47,39 @@ constexpr long kRetryMinMs = 100;
 constexpr long kRetryMaxMs = 2000;
 constexpr long kTooLiveRetryMs = 5000;
 
-TimestampTz next_check = 0;
-long lock_retry_ms = kRetryMinMs;
+// The tables the worker rotates, each checked on its own schedule.
+struct RotatedTable {
+    const char* name;
+    BlockNumber rotate_at_blocks;      // the heap size from which rotation is due
+    bool (*is_pristine)(Relation rel);  // as the extension made it: a TRUNCATE changes nothing else
+    TimestampTz next_check;
+    long lock_retry_ms;
+};
+
+bool stats_table_is_pristine(Relation rel);
+
+RotatedTable rotated_tables[] = {
+    {"jobs", kRotateAtBlocks, jobs_table_is_pristine, 0, kRetryMinMs},
+    // The worker updates a queue's counters row in every batch: under a held snapshot each batch
+    // leaves a version that the next batch's UPDATE walks past (1 ms per batch after 15,000
+    // batches). 16 pages hold about 2,000 versions.
+    {"queue_stats", 16, stats_table_is_pristine, 0, kRetryMinMs},
+};
 
 enum class Outcome { NotDue, Rotated, LockBusy, TooLive };
+
+// jobbuf.queue_stats as created: a plain table whose only triggers are its foreign key's, with no
+// rules, no row security and nothing referencing it.
+bool stats_table_is_pristine(Relation rel)
+{
+    if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relrowsecurity || rel->rd_rel->relhasrules)
+        return false;
+    if (rel->trigdesc != nullptr)
+        for (int i = 0; i < rel->trigdesc->numtriggers; i++)
+            if (!rel->trigdesc->triggers[i].tgisinternal)
+                return false;
+    return heap_truncate_find_FKs(list_make1_oid(RelationGetRelid(rel))) == NIL;
+}
 
 struct LiveRows {
     HeapTuple* tuples;  // flattened copies (no TOAST pointers: TRUNCATE empties the TOAST table)
@@ -131,17 +163,17 @@ void put_back(Oid relid, const LiveRows& rows)
 
 // One attempt, inside the worker transaction begun by the caller. The table is looked at under
 // ACCESS SHARE, taken without waiting; TooLive and LockBusy leave the table as it was.
-Outcome try_rotation(void)
+Outcome try_rotation(const RotatedTable& table)
 {
     Oid schema = get_namespace_oid("jobbuf", true);
-    Oid relid = OidIsValid(schema) ? get_relname_relid("jobs", schema) : InvalidOid;
+    Oid relid = OidIsValid(schema) ? get_relname_relid(table.name, schema) : InvalidOid;
     if (!OidIsValid(relid) || !ConditionalLockRelationOid(relid, AccessShareLock))
         return Outcome::NotDue;
     Relation rel = table_open(relid, NoLock);
     // Only the table as the extension made it: an owner's trigger, rule or foreign key pointing at
     // it would see a TRUNCATE, or refuse it.
-    if (rel->rd_rel->relam != HEAP_TABLE_AM_OID || !jobs_table_is_pristine(rel) ||
-        RelationGetNumberOfBlocks(rel) < kRotateAtBlocks) {
+    if (rel->rd_rel->relam != HEAP_TABLE_AM_OID || !table.is_pristine(rel) ||
+        RelationGetNumberOfBlocks(rel) < table.rotate_at_blocks) {
         table_close(rel, NoLock);
         return Outcome::NotDue;
     }
@@ -164,8 +196,10 @@ Outcome try_rotation(void)
     MemoryContextSwitchTo(caller_cxt);
     if (!fits)
         return Outcome::TooLive;  // nothing changed; the lock goes at the caller's commit
-    if (SPI_execute("TRUNCATE jobbuf.jobs", false, 0) != SPI_OK_UTILITY)
-        elog(ERROR, "jobbuf: TRUNCATE jobbuf.jobs failed during rotation");
+    char truncate[64];
+    snprintf(truncate, sizeof(truncate), "TRUNCATE jobbuf.%s", table.name);
+    if (SPI_execute(truncate, false, 0) != SPI_OK_UTILITY)
+        elog(ERROR, "jobbuf: %s failed during rotation", truncate);
     CommandCounterIncrement();
     put_back(relid, rows);
     MemoryContextDelete(rows_cxt);
@@ -176,25 +210,26 @@ Outcome try_rotation(void)
 
 void rotate_storage_if_due(void)
 {
-    TimestampTz now = GetCurrentTimestamp();
-    if (now < next_check)
-        return;
-    begin_worker_transaction("jobbuf: storage rotation of jobbuf.jobs");
-    Outcome outcome = try_rotation();
-    commit_worker_transaction();  // unless it rotated, nothing was written: this releases the locks
-    long wait_ms = kCheckEveryMs;
-    switch (outcome) {
-    case Outcome::LockBusy:
-        wait_ms = lock_retry_ms;
-        lock_retry_ms = Min(lock_retry_ms * 2, kRetryMaxMs);
-        break;
-    case Outcome::TooLive:
-        wait_ms = kTooLiveRetryMs;
-        break;
-    case Outcome::Rotated:
-    case Outcome::NotDue:
-        lock_retry_ms = kRetryMinMs;
-        break;
+    for (RotatedTable& table : rotated_tables) {
+        if (GetCurrentTimestamp() < table.next_check)
+            continue;
+        begin_worker_transaction("jobbuf: storage rotation");
+        Outcome outcome = try_rotation(table);
+        commit_worker_transaction();  // unless it rotated, nothing was written: this releases the locks
+        long wait_ms = kCheckEveryMs;
+        switch (outcome) {
+        case Outcome::LockBusy:
+            wait_ms = table.lock_retry_ms;
+            table.lock_retry_ms = Min(table.lock_retry_ms * 2, kRetryMaxMs);
+            break;
+        case Outcome::TooLive:
+            wait_ms = kTooLiveRetryMs;
+            break;
+        case Outcome::Rotated:
+        case Outcome::NotDue:
+            table.lock_retry_ms = kRetryMinMs;
+            break;
+        }
+        table.next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
     }
-    next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
 }

@@ -3,7 +3,8 @@
 # jobs keep flowing and jobbuf.jobs stays bounded because the worker rotates it (TRUNCATE, live
 # rows put back), not because vacuum removes anything. Checks the mechanism, not timings:
 #  * the table's file changed (rotations happened) and its size stayed under a bound far below
-#    what the delivered jobs' dead rows would take;
+#    what the delivered jobs' dead rows would take; jobbuf.queue_stats, whose counters row the
+#    worker updates in every batch, is rotated as well and its counters are intact;
 #  * a scheduled job, a claimed group with a live lease, a waiting unique job of a paused queue, a
 #    job in backoff and a held job (another installation's owner and origin) keep their ids and every column; the group still completes; the unique key
 #    still refuses a duplicate; the old snapshot still sees the rows that were put back;
@@ -43,6 +44,7 @@ backoff_group=$(jb_sql "SELECT DISTINCT group_id FROM jobbuf_claim('consumed', 1
 jb_sql "SELECT jobbuf_fail('$backoff_group', 'try again')" >/dev/null
 kept_rows_sql="SELECT string_agg(row_to_json(j)::text, ' ' ORDER BY id) FROM jobbuf.jobs j"
 kept_before=$(jb_sql "$kept_rows_sql")
+kept_ids=$(jb_sql "SELECT string_agg(id::text, ',') FROM jobbuf.jobs")
 expect_eq "five jobs that must survive rotation are staged" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 5
 filenode() { jb_sql "SELECT pg_relation_filenode('jobbuf.jobs')"; }
 heap_bytes() { jb_sql "SELECT pg_relation_size('jobbuf.jobs')"; }
@@ -82,11 +84,36 @@ expect_le "largest size with indexes stays bounded" "$max_total" $((2 * BOUND_BY
 expect_eq "the held transaction still holds the same horizon" \
   "$(jb_sql "SELECT backend_xmin FROM pg_stat_activity WHERE pid = $(jb_sql "SELECT pid FROM pg_stat_activity WHERE state = 'idle in transaction'")")" "$held_xmin"
 
+# Many batches: the worker updates the queue's counters row once per batch, which under the held
+# snapshot leaves a row version each; jobbuf.queue_stats is rotated too, counters intact.
+stats_filenode=$(jb_sql "SELECT pg_relation_filenode('jobbuf.queue_stats')")
+echo "SELECT jobbuf_stage('small', '{\"one\": 1}'::jsonb);" >"$JB_RUN/one.sql"
+jb_sql "SELECT jobbuf_create_queue('small', 'list')" >/dev/null
+set_and_reload jobbuf.batch_size 1 || fail "jobbuf.batch_size = 1 not shown"   # one batch per job
+pgbench -n -h "$JB_PGHOST" -p "$JB_PGPORT" -U postgres -c 2 -t 4000 -f "$JB_RUN/one.sql" "$JB_DB" >"$JB_RUN/pgbench.out" 2>&1 \
+  || fail "pgbench: $(tail -n 3 "$JB_RUN/pgbench.out")"
+expect_list_reaches jobbuf:small 8000 60 "8,000 jobs delivered one per batch"
+reset_and_reload jobbuf.batch_size 1000
+batches=$(jb_sql "SELECT batches FROM jobbuf_worker_status()")
+say "jobbuf.queue_stats: $batches counter updates, $(jb_sql "SELECT pg_relation_size('jobbuf.queue_stats')") bytes now"
+check "the counters row was updated in more batches than 32 pages hold versions of it (~120 a page)" test "$batches" -gt 4000
+if jb_wait_until "[ \"\$(jb_sql \"SELECT pg_relation_filenode('jobbuf.queue_stats')\")\" != $stats_filenode ]" 15; then
+  pass "jobbuf.queue_stats was rotated"
+else
+  fail "jobbuf.queue_stats not rotated ($(jb_sql "SELECT pg_relation_size('jobbuf.queue_stats')") bytes)"
+fi
+expect_le "jobbuf.queue_stats stays small" "$(jb_sql "SELECT pg_relation_size('jobbuf.queue_stats')")" $((32 * 8192))
+counters_sql="SELECT string_agg(queue || '=' || delivered_total, ' ' ORDER BY queue) FROM jobbuf.queue_stats WHERE queue IN ('flow', 'small')"
+jb_wait_until "[ \"\$(jb_sql \"$counters_sql\")\" = 'flow=$((ROUNDS * PER_ROUND)) small=8000' ]" 10  # the last batch commits after its push
+expect_eq "delivery counters survive its rotation" \
+  "$(jb_sql "$counters_sql")" \
+  "flow=$((ROUNDS * PER_ROUND)) small=8000"
+
 expect_eq "scheduled, claimed, unique, backoff and held jobs keep ids and every column" "$(jb_sql "$kept_rows_sql")" "$kept_before"
 expect_eq "the unique key still refuses a duplicate" "$(jb_sql "SELECT jobbuf_stage('parked', '{}'::jsonb, NULL, 'only-once') IS NULL")" t
 expect_eq "an ORM's INSERT ... ON CONFLICT DO NOTHING still skips the duplicate" \
   "$(jb_sql "INSERT INTO jobbuf.jobs (queue, payload, unique_key) VALUES ('parked', '{}', 'only-once') ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND group_id IS NULL DO NOTHING RETURNING id" | wc -l)" 0
-tx_run "SELECT count(*) FROM jobbuf.jobs \\g $TX_FIFO.out"
+tx_run "SELECT count(*) FROM jobbuf.jobs WHERE id IN ($kept_ids) \\g $TX_FIFO.out"
 expect_eq "the old snapshot sees the jobs put back" "$(cat "$TX_FIFO.out")" 5
 tx_close ROLLBACK
 expect_eq "the claimed group completes after rotation" "$(jb_sql "SELECT jobbuf_complete('$group')")" 1
