@@ -45,6 +45,9 @@ end
 if (w = num(r["drain_replicas_1"])) && (z = num(r["drain_replicas_0"]))
   add.("drain list, min_replicas=1 (jobs/s)", w, "min_replicas=0, replica attached", z, w / z, "(WAIT per batch, info)", nil)
 end
+if (c = num(r["drain_cluster_cluster"])) && (o = num(r["drain_cluster_single"]))
+  add.("drain 6 list queues, 3-master Redis Cluster (jobs/s)", c, "same queues, one Redis", o, c / o, "cluster/single >= 1.0 (goal, info)", nil)
+end
 [["one", "stage 1 job/tx (tps)", "plain INSERT", 1.15], ["batch", "stage 100 jobs/tx (tps)", "multi-row INSERT of 100", 1.20]].each do |form, label, cmp, limit|
   j, p = num(r["stage_#{form}_jobbuf"]), num(r["stage_#{form}_plain"])
   next unless j
@@ -129,6 +132,16 @@ end
   next unless num(r["fw_#{fw}_jobbuf"])
   j, o = num(r["fw_#{fw}_jobbuf"]), num(r["fw_#{fw}_own"])
   add.("drain #{r["fw_jobs"]} jobs into #{fw} (jobs/s)", j, own, o, j / o, "jobbuf ahead", j > o)
+end
+
+[["clients_node_add", "Queue.add in a txn, 1 Node process (jobs/s)", "BullMQ's Queue.add"],
+ ["clients_node_addbulk", "Queue.addBulk(100) in a txn, 1 Node process (jobs/s)", "BullMQ's Queue.addBulk"],
+ ["clients_celery", "apply_async in a txn, 1 Python process (tasks/s)", "Celery's apply_async"],
+ ["clients_sidekiq", "perform_async in a txn, 1 Ruby process (jobs/s)", "Sidekiq's perform_async"]].each do |key, figure, own|
+  next unless num(r["#{key}_jobbuf"])
+  own_key = r.keys.find { |k| k.start_with?("#{key}_") && k != "#{key}_jobbuf" }
+  j, o = num(r["#{key}_jobbuf"]), num(r[own_key])
+  add.(figure, j, own, o, o ? j / o : nil, "(info)", nil)
 end
 
 headers = ["figure", "jobbuf", "comparison", "value", "ratio", "target", "met"]

@@ -19,11 +19,13 @@
 #                                  transactions at RATE jobs/s (70%: of the measured single-job staging rate),
 #                                  HOLD a REPEATABLE READ snapshot held for N s at a time, the whole run (all),
 #                                  or pg_dump's lock on jobbuf.jobs (dump: ACCESS SHARE held with the snapshot)
-#   BENCH_PHASES [drain staging latency sustain snapshot activejob redisprod frameworks databases]   a subset to run; add "profile" for a perf profile
+#   BENCH_PHASES [drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients]   a subset to run; add "profile" for a perf profile
 #   BENCH_AJ_SECONDS [5] BENCH_AJ_ROUNDS [2]   each run and the rounds of the activejob phase
 #   BENCH_REDISPROD_JOBS [BENCH_JOBS/4]  jobs per drain of the redisprod phase (TLS vs plain, min_replicas)
+#   BENCH_CLUSTER_JOBS [BENCH_JOBS/4]    jobs per drain of the cluster phase (3-master Redis Cluster vs one Redis)
 #   BENCH_FW_JOBS [100000]         jobs of the frameworks phase (BENCH_PHASES=frameworks: jobbuf into
 #                                  BullMQ and Celery vs Queue.addBulk and apply_async)
+#   BENCH_CLIENTS_SECONDS [5] BENCH_CLIENTS_ROUNDS [2]   each run and the rounds of the clients phase
 #   BENCH_DB_JOBS [500000]         jobs per database in the "databases" phase (one vs two databases draining)
 #   BENCH_DB_COUNT [50]            databases with the extension for the "databases" phase's wake-up latency
 #   BENCH_BUILD [1]                0: skip `make && make install` (use the installed extension)
@@ -42,7 +44,7 @@ BENCH_LAT_SECONDS=${BENCH_LAT_SECONDS:-10}
 BENCH_SUSTAIN_SECONDS=${BENCH_SUSTAIN_SECONDS:-60}
 BENCH_SUSTAIN_RATE=${BENCH_SUSTAIN_RATE:-}
 BENCH_FSYNC=${BENCH_FSYNC:-off}
-BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain snapshot activejob redisprod frameworks databases}
+BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients}
 BENCH_SNAPSHOT_SECONDS=${BENCH_SNAPSHOT_SECONDS:-60}
 BENCH_SNAPSHOT_RUNS=${BENCH_SNAPSHOT_RUNS:-800:120 2000:all 2000:dump 70%:all}
 BENCH_DB_JOBS=${BENCH_DB_JOBS:-500000}
@@ -73,6 +75,7 @@ bench_cleanup() {
     JB_KEEP=1
     echo "bench: kept $JB_RUN (logs, data directory) for inspection; remove it when done" >&2
   fi
+  if declare -F jb_stop_redis_cluster >/dev/null; then jb_stop_redis_cluster 2>/dev/null || true; fi
   jb_stop_all 2>/dev/null || true
   [ $status -eq 0 ] || echo "bench: exited with status $status; servers stopped" >&2
   exit $status
@@ -567,6 +570,46 @@ phase_redisprod() {
   worker_enabled on
 }
 
+# --- Redis Cluster: the same drain into a 3-master cluster and into the single Redis -----------
+# Six list queues (their keys on all three masters) share BENCH_CLUSTER_JOBS jobs staged while
+# the worker is disabled; timed from enabling it until jobbuf.jobs is empty. The cluster has three
+# replicas (test/harness/redis_cluster.sh), without append-only files here, like the single Redis;
+# jobbuf.redis_min_replicas stays 0 in both.
+cluster_drain() {  # cluster_drain LABEL
+  local n=$BENCH_CLUSTER_JOBS out s
+  worker_enabled off
+  jb_sql "INSERT INTO jobbuf.jobs (queue, payload) SELECT 'bench_c' || (g % 6 + 1), bench.payload(g)
+          FROM generate_series(1, $n) g" >/dev/null
+  settle jobbuf.jobs
+  out=$(ruby bench/drain_timer.rb emptied "$n" 900) || fail "cluster drain ($1)"
+  read -r n s <<<"$out"
+  echo "cluster phase, $1: $n jobs over 6 queues in ${s}s: $(div "$n" "$s") jobs/s"
+  result "drain_cluster_$1" "$(div "$n" "$s")"
+}
+phase_cluster() {
+  BENCH_CLUSTER_JOBS=${BENCH_CLUSTER_JOBS:-$((BENCH_JOBS / 4))}
+  local round port q
+  source "$ROOT/test/harness/redis_cluster.sh"
+  jb_start_redis_cluster --appendonly no || fail "starting the Redis Cluster"   # persistence as the single Redis
+  for q in 1 2 3 4 5 6; do
+    jb_sql "SELECT jobbuf_create_queue('bench_c$q', 'list') WHERE NOT EXISTS (SELECT FROM jobbuf.queues WHERE name = 'bench_c$q')" >/dev/null
+  done
+  for round in $(seq 1 "$BENCH_DRAIN_ROUNDS"); do
+    say "cluster, round $round: $BENCH_CLUSTER_JOBS jobs over 6 list queues into one Redis, then into a 3-master cluster"
+    redisprod_url "redis://127.0.0.1:$JB_REDIS_PORT/0"
+    cluster_drain single
+    for q in 1 2 3 4 5 6; do jb_redis unlink "jobbuf:bench_c$q" >/dev/null; done
+    redisprod_url "$JB_CLUSTER_URL"
+    cluster_drain cluster
+    for port in "${JB_CLUSTER_PORTS[@]}"; do
+      for q in 1 2 3 4 5 6; do redis-cli -p "$port" unlink "jobbuf:bench_c$q" >/dev/null 2>&1 || true; done
+    done
+  done
+  jb_sql "ALTER SYSTEM RESET jobbuf.redis_url" >/dev/null
+  worker_enabled on
+  jb_stop_redis_cluster
+}
+
 # --- frameworks: draining into BullMQ and Celery vs the frameworks' own producers -------------
 # The same jobs (BullMQ: name + data {id, user, amount}; Celery: task with args [id, user, 42])
 # moved into Redis by jobbuf's worker from jobs pre-staged while it was disabled (timed until the
@@ -622,6 +665,39 @@ phase_frameworks() {
   printf '\n%-10s %14s %16s\n' framework "jobbuf jobs/s" "own producer"
   printf '%-10s %14s %16s\n' BullMQ "$(sed -n 's/^fw_bullmq_jobbuf=//p' "$RESULTS")" "$(sed -n 's/^fw_bullmq_own=//p' "$RESULTS")"
   printf '%-10s %14s %16s\n' Celery "$(sed -n 's/^fw_celery_jobbuf=//p' "$RESULTS")" "$(sed -n 's/^fw_celery_own=//p' "$RESULTS")"
+}
+
+# --- clients: each client's enqueue inside a transaction vs the framework's own producer -------
+# One process each (bench/clients/): a transaction inserting a row and enqueuing, through the
+# client (staged; the worker, running, delivers after the commit) or the framework's own producer
+# (pushed to Redis from inside the transaction).
+phase_clients() {
+  local s=${BENCH_CLIENTS_SECONDS:-5} rounds=${BENCH_CLIENTS_ROUNDS:-2} out python
+  bash test/clients/install_node.sh >/dev/null || fail "installing the Node client's dependencies"
+  worker_enabled on
+  jb_psql -q >/dev/null <<'SQL'
+CREATE TABLE IF NOT EXISTS bench_clients_users (id bigserial PRIMARY KEY, email text NOT NULL);
+SELECT jobbuf_create_queue('bench_clients_bq', 'bullmq', '{"bullmq_queue": "bench_clients"}') WHERE NOT EXISTS (SELECT FROM jobbuf.queues WHERE name = 'bench_clients_bq');
+SELECT jobbuf_create_queue('bench_clients_cq', 'celery', '{"celery_queue": "bench_clients"}') WHERE NOT EXISTS (SELECT FROM jobbuf.queues WHERE name = 'bench_clients_cq');
+SELECT jobbuf_create_queue('bench_clients_sq', 'sidekiq', '{"sidekiq_queue": "bench_clients"}') WHERE NOT EXISTS (SELECT FROM jobbuf.queues WHERE name = 'bench_clients_sq');
+SQL
+  source test/clients/pick_python.sh
+  python=$(pick_python "celery, psycopg2")
+  export PGHOST=$JB_PGHOST PGPORT=$JB_PGPORT PGUSER=postgres PGDATABASE=$JB_DB
+  say "clients: Node, BullMQ Queue.add / addBulk(100) in a transaction, jobbuf vs BullMQ (${s}s per run)"
+  out=$(node bench/clients/node_bullmq.cjs "redis://127.0.0.1:$JB_REDIS_PORT/0" "$s" "$rounds") || fail "bench/clients/node_bullmq.cjs"
+  grep -v = <<<"$out"; grep = <<<"$out" >>"$RESULTS"
+  say "clients: Python, Celery apply_async in a transaction, jobbuf vs Celery (${s}s per run)"
+  out=$(PYTHONPATH=$PWD/clients/python "$python" bench/clients/python_celery.py "redis://127.0.0.1:$JB_REDIS_PORT/0" "$s" "$rounds") \
+    || fail "bench/clients/python_celery.py"
+  grep -v = <<<"$out"; grep = <<<"$out" >>"$RESULTS"
+  say "clients: Ruby, Sidekiq perform_async in a transaction, jobbuf vs Sidekiq (${s}s per run)"
+  out=$(REDIS_URL="redis://127.0.0.1:$JB_REDIS_PORT/0" ruby bench/clients/sidekiq_plain.rb "$s" "$rounds") || fail "bench/clients/sidekiq_plain.rb"
+  grep -v = <<<"$out"; grep = <<<"$out" >>"$RESULTS"
+  wait_queue_empty bench_clients_bq 60; wait_queue_empty bench_clients_cq 60; wait_queue_empty bench_clients_sq 60
+  jb_redis --scan --pattern 'bull:bench_clients*' | xargs -r -n 1000 redis-cli -p "$JB_REDIS_PORT" unlink >/dev/null
+  jb_redis unlink bench_clients queue:bench_clients >/dev/null
+  jb_sql "DROP TABLE bench_clients_users" >/dev/null
 }
 
 # --- 6. every database: one drain worker per database ------------------------------------------
@@ -690,8 +766,10 @@ has_phase snapshot && phase_snapshot
 has_phase profile && phase_profile
 has_phase activejob && phase_activejob
 has_phase redisprod && phase_redisprod
+has_phase cluster && phase_cluster
 has_phase frameworks && phase_frameworks
 has_phase databases && phase_databases
+has_phase clients && phase_clients
 
 say "summary"
 echo "uptime at end: $(uptime)"

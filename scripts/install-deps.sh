@@ -14,6 +14,7 @@ packages=(
   procps iproute2 util-linux
   ruby-activejob ruby-activerecord ruby-globalid ruby-minitest
   python3-celery python3-redis
+  python3-psycopg2 python3-psycopg python3-sqlalchemy python3-django python3-venv python3-setuptools python3-pip-whl python3-setuptools-whl
 )
 
 # Node.js: the machine image may ship its own node/npm (which conflicts with Debian's npm
@@ -36,6 +37,8 @@ fi
 
 # Node consumer used by the end-to-end tests (ioredis, pinned by package-lock.json).
 bash "$(dirname "$0")/../test/consumers/install.sh"
+# The Node client's test dependencies (pg, Knex, Drizzle, Sequelize, TypeORM: clients/node's lockfile).
+bash "$(dirname "$0")/../test/clients/install_node.sh"
 
 # Debian's redis-server package starts a system instance on port 6379; jobbuf's tests never use
 # it (they start their own on a free port), so leave it as the administrator configured it.

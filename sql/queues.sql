@@ -3,7 +3,7 @@
 -- No worker drains this database's queues here; jobs are staged only on paused or 'none' queues.
 \set SHOW_CONTEXT never
 -- Each file starts from a fresh installation, so that the files do not depend on each other.
-SET client_min_messages = warning;
+SET client_min_messages = error;  -- DROP EXTENSION warns about the jobs it discards
 DROP EXTENSION IF EXISTS jobbuf;
 CREATE EXTENSION jobbuf;
 RESET client_min_messages;

@@ -12,10 +12,12 @@
 // allowed drop still fails (other sessions connected), the request is withdrawn at once and the
 // launcher restarts the worker without backoff.
 // The same hook notes, for the launcher, the statements that may give a database a drain worker
-// (CREATE EXTENSION jobbuf, CREATE / ALTER / RENAME DATABASE: launcher_signal.h).
+// (CREATE EXTENSION jobbuf, CREATE / ALTER / RENAME DATABASE: launcher_signal.h), and reports
+// what DROP EXTENSION jobbuf discarded (drop_extension_report.h).
 #include "pg_includes.h"
 
 #include "drop_database_guard.h"
+#include "drop_extension_report.h"
 #include "launcher_signal.h"
 #include "settings.h"
 #include "shared_state.h"
@@ -96,7 +98,9 @@ void guard_process_utility(PlannedStmt* pstmt, const char* query_string, bool re
     const char* dbname = IsA(statement, DropdbStmt) ? castNode(DropdbStmt, statement)->dbname : nullptr;
     JobbufSharedState* slot = dbname != nullptr ? drain_slot_of_database(get_database_oid(dbname, true)) : nullptr;
     if (slot == nullptr || !drop_would_be_allowed(dbname, context)) {
+        DroppedJobs* dropped = jobs_before_drop(statement);
         run_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
+        warn_dropped_jobs(dropped);
         note_database_statement(statement, jobbuf_existed);
         return;
     }

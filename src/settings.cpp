@@ -5,6 +5,7 @@
 #include "database_list.h"
 #include "redis/endpoint.h"
 #include "redis/url_check.h"
+#include "refused_settings.h"
 #include "settings.h"
 
 extern "C" {
@@ -42,9 +43,11 @@ static bool check_redis_url(char** newval, void** extra, GucSource source)
     char reason[256];
     bool has_password = false;
     if (!jobbuf::redis::check_redis_url(*newval, reason, sizeof(reason), &has_password)) {
+        note_server_url_check(source, reason);  // Postgres keeps another value: the worker must not use it
         GUC_check_errdetail("%s", reason);
         return false;
     }
+    note_server_url_check(source, nullptr);
     // ALTER DATABASE / ROLE ... SET (checked as PGC_S_TEST) stores the value in
     // pg_db_role_setting, which every role can read: no password there.
     // The password as the worker would read it (the parser's rules: the last '@' ends it).
@@ -100,6 +103,7 @@ static void define_production_redis_settings(void)
 
 void jobbuf_define_settings(void)
 {
+    remember_given_settings();
     DefineCustomStringVariable(
         "jobbuf.database", "Databases whose staged jobs jobbuf drains, one worker each.",
         "'*': every database that allows connections and has the extension; or a comma-separated list of names.",
@@ -117,8 +121,9 @@ void jobbuf_define_settings(void)
 
     DefineCustomStringVariable(
         "jobbuf.redis_url", "Redis server the jobbuf worker pushes jobs to.",
-        "redis[s]://[[user]:password@]host[:port][/db], unix:///path[?db=N], or "
-        "redis[s]+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]",
+        "redis[s]://[user[:password]@]host[:port][/db], unix:///path[?db=N], or "
+        "redis[s]+sentinel://[user[:password]@]host[:port][,host[:port]...]/master[/db]; "
+        "a user without a password takes it from jobbuf.redis_password_file",
         &jobbuf_redis_url, "redis://127.0.0.1:6379/0", PGC_SUSET, GUC_SUPERUSER_ONLY,
         check_redis_url, nullptr, nullptr);
 
@@ -156,6 +161,7 @@ void jobbuf_define_settings(void)
         nullptr, &jobbuf_enabled, true, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
 
     define_production_redis_settings();
+    note_settings_refused_at_start();
 
     MarkGUCPrefixReserved("jobbuf");
 }

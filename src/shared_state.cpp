@@ -128,6 +128,15 @@ void shared_state_set_error(const char* message)
     SpinLockRelease(&jobbuf_shared->mutex);
 }
 
+void shared_state_show_error(const char* message)
+{
+    if (!jobbuf_shared)
+        return;
+    SpinLockAcquire(&jobbuf_shared->mutex);
+    strlcpy(jobbuf_shared->last_error, message, kStatusErrorLen);
+    SpinLockRelease(&jobbuf_shared->mutex);
+}
+
 void shared_state_set_redis_connected(bool connected)
 {
     if (!jobbuf_shared)

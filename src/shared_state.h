@@ -103,6 +103,8 @@ void drain_slot_release(JobbufSharedState* slot);
 
 // Status updates from the drain worker.
 void shared_state_set_error(const char* message);
+// Replaces last_error's text without touching last_error_at (empty: no problem now).
+void shared_state_show_error(const char* message);
 void shared_state_set_redis_connected(bool connected);
 // Records why this drain worker is about to exit (see WorkerExit).
 void shared_state_note_exit(WorkerExit reason);

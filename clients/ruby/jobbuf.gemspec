@@ -1,5 +1,5 @@
-# The jobbuf gem: an ActiveJob queue adapter that stages jobs in the caller's PostgreSQL
-# transaction with the jobbuf extension, for an unmodified Sidekiq server to run.
+# The jobbuf gem: an ActiveJob queue adapter and a Sidekiq client middleware that stage jobs in the
+# caller's PostgreSQL transaction with the jobbuf extension, for an unmodified Sidekiq server to run.
 require_relative "lib/jobbuf/version"
 
 Gem::Specification.new do |spec|
@@ -11,6 +11,8 @@ Gem::Specification.new do |spec|
     inside the caller's ActiveRecord transaction, with the jobbuf extension's jobbuf_stage. The
     extension's worker delivers it to Redis after the commit as the job Sidekiq's own ActiveJob
     adapter would push, so an unmodified Sidekiq server runs it; a rollback drops it.
+    Jobbuf::Sidekiq.transactional_push! does the same for plain Sidekiq jobs (perform_async,
+    perform_in, set(...)) pushed inside an ActiveRecord transaction (require "jobbuf/sidekiq").
   TEXT
   spec.authors = ["jobbuf contributors"]
   spec.files = Dir[File.join(__dir__, "lib/**/*.rb")].map { |f| f.delete_prefix("#{__dir__}/") }

@@ -178,6 +178,20 @@ RedisConnection::~RedisConnection()
     close();
 }
 
+bool RedisConnection::still_open() noexcept
+{
+    if (!stream_)
+        return false;
+    try {
+        char buf[512];
+        if (stream_->receive(buf, sizeof(buf)).state == StreamIo::State::Blocked)
+            return true;
+    } catch (...) {
+    }
+    close();
+    return false;
+}
+
 void RedisConnection::close() noexcept
 {
     stream_.reset();

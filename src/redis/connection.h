@@ -35,6 +35,14 @@ public:
     bool connected() const { return stream_ != nullptr; }
     void close() noexcept;
 
+    // The socket to wait on between requests (-1 when not connected).
+    int fd() const noexcept { return stream_ ? stream_->fd() : -1; }
+
+    // Between requests Redis sends nothing until it closes the connection (shutdown, timeout,
+    // CLIENT KILL): reads what the socket holds without waiting. False, and closed, when the peer
+    // closed it, it failed, or bytes arrived; true when nothing did (TLS records of its own).
+    bool still_open() noexcept;
+
 private:
     std::unique_ptr<ByteStream> stream_;
     void* reader_ = nullptr;  // redisReader*

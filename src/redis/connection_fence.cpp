@@ -49,6 +49,9 @@ RedisStatus fence_previous_connections(RedisConnection& connection, const std::s
     if (!status.ok())
         return status;
     for (const RedisReply& reply : replies) {
+        if (reply.is_error() && reply.str.rfind("NOAUTH", 0) == 0)
+            return RedisStatus::failure(RedisStatus::Code::AuthFailed,
+                                        "requires a password (" + reply.str + "): set jobbuf.redis_password_file");
         if (reply.is_error()) {
             *warning = "stale batches of an earlier connection cannot be fenced off (CLIENT: " +
                        reply.str + "); after a Redis hang a batch may be delivered twice";

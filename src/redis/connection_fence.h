@@ -16,7 +16,8 @@ std::vector<long long> stale_client_ids(const std::string& client_list, const st
                                         long long own_id);
 
 // CLIENT SETNAME name, CLIENT ID, CLIENT LIST TYPE normal, then CLIENT KILL ID for each stale
-// connection. Returns a failed status when the connection failed. When Redis refuses the CLIENT
+// connection. Returns a failed status when the connection failed, AuthFailed when Redis wants a
+// password that was not given (NOAUTH: it refuses every command). When Redis refuses the CLIENT
 // commands (an ACL without +client, a renamed command), the status is Ok and *warning says that
 // stale units cannot be fenced.
 RedisStatus fence_previous_connections(RedisConnection& connection, const std::string& name,

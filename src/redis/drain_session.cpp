@@ -48,7 +48,7 @@ RedisStatus read_max_bulk_bytes(DrainSession* session, IoWaiter& waiter)
     CommandBatch batch;
     batch.add({"CONFIG", "GET", "proto-max-bulk-len"});
     std::vector<RedisReply> replies;
-    RedisStatus status = session->connection.execute(batch, &replies, session->timeout_ms, waiter);
+    RedisStatus status = session_round_trip(session, -1, batch, &replies, session->timeout_ms, waiter);
     if (!status.ok())
         return status;
     std::size_t configured = kDefaultMaxBulkBytes;
@@ -107,6 +107,13 @@ SessionReport drain_session_configure(DrainSession* session, const SessionSettin
         }
         if (settings.password != nullptr)
             endpoint.password = settings.password;
+        if (!endpoint.user.empty() && endpoint.password.empty()) {
+            session->configured = false;
+            session->connection.close();
+            return report_of(SessionReport::Status::BadConfig,
+                             "jobbuf.redis_url names a Redis user without a password: set jobbuf.redis_password_file "
+                             "(for the server, or for the database with ALTER DATABASE ... SET)");
+        }
         endpoint.tls_options.verify = static_cast<TlsOptions::Verify>(settings.tls_verify);
         endpoint.tls_options.ca_file = settings.tls_ca_file;
         endpoint.tls_options.cert_file = settings.tls_cert_file;
@@ -116,6 +123,13 @@ SessionReport drain_session_configure(DrainSession* session, const SessionSettin
         session->endpoint = endpoint;
         session->sentinel_password = settings.sentinel_password ? settings.sentinel_password : "";
         session->sentinels = SentinelCursor();
+        session->cluster.forget();
+        session->cluster.node_template = endpoint;
+        session->cluster.node_template.kind = RedisEndpoint::Kind::Tcp;
+        session->cluster.seeds = endpoint.seeds;
+        session->cluster.client_name = session->client_name;
+        session->marker_slots.clear();
+        session->markers_scanned = false;
         session->url = effective;
         session->configured = true;
         return {};
@@ -130,9 +144,19 @@ SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, boo
     if (!session->configured)
         return report_of(SessionReport::Status::BadConfig,
                          "the Redis settings are not valid (jobbuf.redis_url or jobbuf.redis_password_file)");
-    if (session->connection.connected())
+    if (drain_session_connected(session))
         return {};
     try {
+        if (session->is_cluster()) {
+            SessionReport report = cluster_connect(session, waiter, fresh);
+            if (report.status != SessionReport::Status::Ok || !*fresh) return report;
+            RedisStatus status = read_max_bulk_bytes(session, waiter);
+            if (!status.ok()) {
+                *fresh = false;
+                return report_failure(status, "reading proto-max-bulk-len");
+            }
+            return report;
+        }
         RedisStatus status = connect_to_master(session->connection, session->endpoint, session->sentinel_password,
                                                session->timeout_ms, waiter, &session->sentinels);
         if (!status.ok()) {
@@ -140,12 +164,22 @@ SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, boo
                                                                       : SessionReport::Status::Unavailable;
             return report_of(kind, status.message);
         }
-        std::string warning;
+        bool taken = false;
+        SessionReport lease = take_lease(session, waiter, &taken);
+        if (lease.status != SessionReport::Status::Ok)
+            return lease;
+        std::string warning = lease.message;  // a lease that cannot be taken at all: a warning
+        std::string fence_warning;
         status = fence_previous_connections(session->connection, session->client_name,
-                                            session->timeout_ms, waiter, &warning);
+                                            session->timeout_ms, waiter, &fence_warning);
+        if (!fence_warning.empty())
+            warning = warning.empty() ? fence_warning : warning + "; " + fence_warning;
         if (!status.ok()) {
+            session->connection.close();  // Redis may refuse every command (NOAUTH): not connected
             auto kind = status.code == RedisStatus::Code::Interrupted ? SessionReport::Status::Interrupted
                                                                       : SessionReport::Status::Unavailable;
+            if (status.code == RedisStatus::Code::AuthFailed)
+                return report_of(kind, "Redis at " + session->endpoint.redacted() + " " + status.message);
             return report_of(kind, "fencing earlier connections: " + status.message);
         }
         status = read_max_bulk_bytes(session, waiter);
@@ -165,6 +199,8 @@ bool drain_session_set_marker_key(DrainSession* session, const char* marker_key)
         if (session->marker_key == marker_key)
             return false;
         session->marker_key = marker_key;
+        session->marker_slots.clear();  // another installation: its markers are looked for again
+        session->markers_scanned = false;
         return true;
     } catch (...) {
         session->connection.close();
@@ -179,17 +215,29 @@ std::size_t drain_session_max_bulk_bytes(const DrainSession* session) noexcept
 
 bool drain_session_connected(const DrainSession* session) noexcept
 {
-    return session->connection.connected();
+    return session->is_cluster() ? session->cluster.map.known() : session->connection.connected();
+}
+
+int drain_session_socket(const DrainSession* session) noexcept
+{
+    return session->connection.fd();
+}
+
+bool drain_session_check_open(DrainSession* session) noexcept
+{
+    return session->connection.still_open();
 }
 
 void drain_session_disconnect(DrainSession* session) noexcept
 {
     session->connection.close();
+    session->cluster.forget();
 }
 
 void drain_session_unconfigure(DrainSession* session) noexcept
 {
     session->connection.close();
+    session->cluster.forget();
     session->configured = false;
     session->url.clear();
 }
@@ -199,6 +247,11 @@ void drain_session_describe(const DrainSession* session, char* out, std::size_t 
     try {
         std::string text = session->configured ? session->endpoint.redacted() : "(invalid jobbuf.redis_url)";
         if (session->configured && !session->sentinels.master.empty()) text += " (master " + session->sentinels.master + ")";
+        if (session->configured && session->is_cluster() && session->cluster.map.known()) {
+            std::size_t masters = 0;
+            for (const ClusterNode& node : session->cluster.map.nodes) masters += node.master ? 1 : 0;
+            text += " (" + std::to_string(masters) + " masters)";
+        }
         std::snprintf(out, out_len, "%s", text.c_str());
     } catch (...) {
         std::snprintf(out, out_len, "(redis)");
@@ -214,14 +267,22 @@ SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
         std::vector<StagedJob> batch_jobs(jobs, jobs + count);
         DeliveryPlan plan;
         std::string error;
-        if (!plan_delivery(*target, batch_jobs, session->marker_key, now_epoch, &plan, &error,
+        // On a cluster, the unit goes to the slot of the queue's keys, with that slot's marker.
+        int slot = -1;
+        if (session->is_cluster()) {
+            slot = target_slot(*target, &error);
+            if (slot < 0) return report_of(SessionReport::Status::Refused, error);
+            session->marker_slots.insert(slot);  // before sending: a unit in doubt is read back
+            session->last_slot = slot;
+        }
+        if (!plan_delivery(*target, batch_jobs, marker_key_of(session, slot), now_epoch, &plan, &error,
                            session->max_bulk_bytes))
             return report_of(SessionReport::Status::Unavailable, error);
 
         CommandBatch wait;
         std::vector<RedisReply> replies;
-        RedisStatus status = session->connection.execute(plan.batch, &replies, round_trip_limit(session), waiter,
-                                                         replica_wait(session, &wait));
+        RedisStatus status = session_round_trip(session, slot, plan.batch, &replies, round_trip_limit(session), waiter,
+                                                replica_wait(session, &wait));
         if (status.code == RedisStatus::Code::RequestRefused) {
             std::size_t largest = 0;
             for (const StagedJob& job : batch_jobs) largest = std::max(largest, job.payload.size());
@@ -256,6 +317,21 @@ SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
     } catch (...) {
         session->connection.close();
         return out_of_memory();
+    }
+}
+
+bool drain_session_refuses_target(const DrainSession* session, const QueueTarget* target, char* why,
+                                  std::size_t why_len) noexcept
+{
+    try {
+        if (!session->configured || !session->is_cluster()) return false;
+        std::string reason;
+        if (target_slot(*target, &reason) >= 0) return false;
+        std::snprintf(why, why_len, "%s", reason.c_str());
+        return true;
+    } catch (...) {
+        std::snprintf(why, why_len, "out of memory while checking a queue's target");
+        return true;
     }
 }
 

@@ -22,6 +22,7 @@ struct SessionReport {
         Refused,      // Redis answered but refused the whole unit (OOM, EXECABORT): retry later
         Interrupted,  // shutdown requested while waiting
         BadConfig,    // jobbuf.redis_url does not parse
+        Held,         // another cluster holds the delivery lease (drain_session_set_lease): nothing sent
     };
     Status status = Status::Ok;
     char message[kMessageLen] = {0};  // one line, never the password
@@ -54,12 +55,29 @@ SessionReport drain_session_configure(DrainSession* session, const SessionSettin
 // Sets the key of the batch marker; true when it changed (the caller then reconciles).
 bool drain_session_set_marker_key(DrainSession* session, const char* marker_key) noexcept;
 
-// Connects if not connected, and fences off the worker's earlier connections. Ok when connected
+// The delivery lease: which cluster delivers this installation's jobs to this Redis
+// (session_lease.cpp). lease_value names this cluster (host, port, data directory, system
+// identifier: a restarted cluster is the same holder, a clone is another). Set before connecting;
+// true when it changed (the connection is then dropped: the next one takes the new lease first).
+bool drain_session_set_lease(DrainSession* session, const char* lease_key, const char* lease_value) noexcept;
+
+// Refreshes the lease (it lasts twice jobbuf.redis_timeout). Held, with the connection closed,
+// when another cluster holds it: nothing may be pushed.
+SessionReport drain_session_keep_lease(DrainSession* session, IoWaiter& waiter) noexcept;
+
+// Connects if not connected, takes the delivery lease (Held while another cluster holds it: it
+// then neither fences nor reads the marker), and fences off the worker's earlier connections. Ok when connected
 // (then *fresh tells whether it just connected; a non-empty message on a fresh connection is a
 // warning that fencing is unavailable).
 SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, bool* fresh) noexcept;
 
 bool drain_session_connected(const DrainSession* session) noexcept;
+
+// The connection's socket, for the caller to wait on while idle (-1 when not connected); when it
+// becomes readable, drain_session_check_open says whether the connection survived (see
+// RedisConnection::still_open).
+int drain_session_socket(const DrainSession* session) noexcept;
+bool drain_session_check_open(DrainSession* session) noexcept;
 
 // The longest bulk string Redis accepts: its proto-max-bulk-len, read with CONFIG GET on every
 // fresh connection (512 MB, Redis's default, when CONFIG is not allowed), lowered when Redis
@@ -73,7 +91,8 @@ void drain_session_unconfigure(DrainSession* session) noexcept;
 // The endpoint for logs, password hidden.
 void drain_session_describe(const DrainSession* session, char* out, std::size_t out_len) noexcept;
 
-// Reads the marker: the ids of the last batch Redis accepted. On Ok, *ids/*count describe an
+// Reads the marker: the ids of the last batch Redis accepted (on a Redis Cluster, of the last
+// unit in every slot that has a marker of this installation). On Ok, *ids/*count describe an
 // array owned by the session, valid until the next call. With min_replicas, a marker is trusted
 // only once that many replicas acknowledged it (it is written again, then WAIT): otherwise
 // Unavailable, and the jobs it names stay staged.
@@ -97,11 +116,18 @@ SessionReport drain_session_delete_marker(DrainSession* session, IoWaiter& waite
 // With min_replicas, the unit is followed by WAIT in the same round trip; fewer replicas than
 // that acknowledging it within the timeout is Unavailable (the jobs stay staged; the marker
 // decides at the next reconciliation). A READONLY reply (the server became a replica) drops the
-// connection, so that the next connect asks the sentinels again.
+// connection, so that the next connect asks the sentinels again. On a Redis Cluster the unit goes
+// to the node serving the slot of the target's keys, with that slot's marker (redirections
+// followed, cluster/cluster_links.h); a target the cluster cannot take is Refused.
 SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
                                     const QueueTarget* target, const StagedJob* jobs,
                                     std::size_t count, double now_epoch, JobResult* results,
                                     char* reject_message, std::size_t reject_len) noexcept;
+
+// On a Redis Cluster, whether the target cannot be delivered there (Sidekiq, Celery, keys in more
+// than one slot), with the reason; false for any other endpoint. Its jobs then stay staged.
+bool drain_session_refuses_target(const DrainSession* session, const QueueTarget* target, char* why,
+                                  std::size_t why_len) noexcept;
 
 // Why job i of the last drain_session_deliver was not delivered (Rejected: Redis's error;
 // TooLarge: its size and Redis's limit), as one line; empty for a delivered job.

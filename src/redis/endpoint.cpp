@@ -18,6 +18,8 @@ constexpr std::string_view kRedisScheme = "redis://";
 constexpr std::string_view kTlsScheme = "rediss://";
 constexpr std::string_view kSentinelScheme = "redis+sentinel://";
 constexpr std::string_view kTlsSentinelScheme = "rediss+sentinel://";
+constexpr std::string_view kClusterScheme = "redis+cluster://";
+constexpr std::string_view kTlsClusterScheme = "rediss+cluster://";
 constexpr std::string_view kUnixScheme = "unix://";
 constexpr int kSentinelDefaultPort = 26379;
 
@@ -109,22 +111,26 @@ bool all_chars(std::string_view text, bool (*is_char)(char))
     return std::all_of(text.begin(), text.end(), is_char);
 }
 
-// "[user]:password" (both percent-decoded). A user needs a password.
+// "[user]:password" or "user" (percent-decoded). A user alone takes its password from
+// jobbuf.redis_password_file (drain_session_configure refuses it without one).
 bool parse_userinfo(std::string_view info, RedisEndpoint* ep, std::string* error)
 {
     std::size_t colon = info.find(':');
-    if (colon == std::string_view::npos) {
-        *error = "Redis URL credentials must be written \":password@\" or \"user:password@\"";
-        return false;
-    }
     if (!percent_decode(info.substr(0, colon), &ep->user) ||
-        !percent_decode(info.substr(colon + 1), &ep->password)) {
+        (colon != std::string_view::npos && !percent_decode(info.substr(colon + 1), &ep->password))) {
         *error = "malformed percent-escape in Redis URL credentials";
         return false;
     }
+    if (colon == std::string_view::npos) {
+        if (ep->user.empty()) {
+            *error = "empty user in Redis URL (write user@host, :password@host or user:password@host)";
+            return false;
+        }
+        return true;
+    }
     if (ep->password.empty()) {
         *error = ep->user.empty() ? "empty password in Redis URL"
-                                  : "Redis URL names a user without a password";
+                                  : "empty password in Redis URL (write user@host and set jobbuf.redis_password_file)";
         return false;
     }
     return true;
@@ -194,7 +200,7 @@ bool parse_host_part(std::string_view rest, RedisEndpoint* ep, std::string* erro
     return true;
 }
 
-// Removes "[[user]:password@]" from the front of rest into ep. The last '@' ends the
+// Removes "[user[:password]@]" from the front of rest into ep. The last '@' ends the
 // credentials: a password may contain unescaped '@' or '/'.
 bool take_credentials(std::string_view* rest, RedisEndpoint* ep, std::string* error)
 {
@@ -247,7 +253,35 @@ bool parse_sentinel(std::string_view rest, RedisEndpoint* ep, std::string* error
     return true;
 }
 
-// unix://[[user]:password@]/path[?db=N]  (credentials, when present, end at the first "@/")
+// host[:port][,host[:port]...][/0]: the seeds of a Redis Cluster (which has one database).
+bool parse_cluster(std::string_view rest, RedisEndpoint* ep, std::string* error)
+{
+    ep->kind = RedisEndpoint::Kind::Cluster;
+    if (!take_credentials(&rest, ep, error)) return false;
+    std::size_t slash = rest.find('/');
+    std::string_view hosts = rest.substr(0, slash);
+    while (true) {
+        std::size_t comma = hosts.find(',');
+        RedisEndpoint one;
+        if (!parse_host_part(hosts.substr(0, comma), &one, error)) return false;
+        ep->seeds.push_back({one.host, one.port});
+        if (comma == std::string_view::npos) break;
+        hosts.remove_prefix(comma + 1);
+    }
+    if (slash != std::string_view::npos) {
+        std::string_view db = rest.substr(slash + 1);
+        if (!db.empty() && !parse_db(db, &ep->db, error)) return false;
+    }
+    if (ep->db != 0) {
+        *error = "a Redis Cluster has only database 0: redis+cluster://host[:port][,host[:port]...][/0]";
+        return false;
+    }
+    ep->host = ep->seeds.front().host;
+    ep->port = ep->seeds.front().port;
+    return true;
+}
+
+// unix://[user[:password]@]/path[?db=N]  (credentials, when present, end at the first "@/")
 bool parse_unix(std::string_view rest, RedisEndpoint* ep, std::string* error)
 {
     ep->kind = RedisEndpoint::Kind::Unix;
@@ -311,8 +345,9 @@ std::string bad_scheme_message(std::string_view url)
             msg += "\"";
         }
     }
-    msg += ": expected redis[s]://[[user]:password@]host[:port][/db], unix:///path[?db=N] or "
-           "redis[s]+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]";
+    msg += ": expected redis[s]://[user[:password]@]host[:port][/db], unix:///path[?db=N] or "
+           "redis[s]+sentinel://[user[:password]@]host[:port][,host[:port]...]/master[/db] or "
+           "redis[s]+cluster://[user[:password]@]host[:port][,host[:port]...]";
     return msg;
 }
 
@@ -339,6 +374,11 @@ bool parse_redis_url(const char* url, RedisEndpoint* out, std::string* error) no
         } else if (starts_with_nocase(text, kTlsSentinelScheme)) {
             ep.tls = true;
             ok = parse_sentinel(text.substr(kTlsSentinelScheme.size()), &ep, error);
+        } else if (starts_with_nocase(text, kClusterScheme)) {
+            ok = parse_cluster(text.substr(kClusterScheme.size()), &ep, error);
+        } else if (starts_with_nocase(text, kTlsClusterScheme)) {
+            ep.tls = true;
+            ok = parse_cluster(text.substr(kTlsClusterScheme.size()), &ep, error);
         } else if (starts_with_nocase(text, kUnixScheme)) {
             ok = parse_unix(text.substr(kUnixScheme.size()), &ep, error);
         } else {
@@ -399,9 +439,14 @@ std::string RedisEndpoint::redacted() const
         return out;
     }
     out = tls ? "rediss" : "redis";
-    out += kind == Kind::Sentinel ? "+sentinel://" : "://";
+    out += kind == Kind::Sentinel ? "+sentinel://" : kind == Kind::Cluster ? "+cluster://" : "://";
     out += credentials;
-    if (kind == Kind::Sentinel) {
+    if (kind == Kind::Cluster) {
+        for (std::size_t i = 0; i < seeds.size(); ++i) {
+            if (i > 0) out += ',';
+            append_host_port(&out, seeds[i].host, seeds[i].port);
+        }
+    } else if (kind == Kind::Sentinel) {
         for (std::size_t i = 0; i < sentinels.size(); ++i) {
             if (i > 0) out += ',';
             append_host_port(&out, sentinels[i].host, sentinels[i].port);

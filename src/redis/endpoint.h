@@ -22,7 +22,9 @@ struct HostPort {
 struct RedisEndpoint {
     // Sentinel: the master is asked of `sentinels` by `master_name` (net/sentinel_locator.h),
     // which gives a Tcp endpoint with the same credentials, db and TLS.
-    enum class Kind { Tcp, Unix, Sentinel };
+    // Cluster: `seeds` are asked for the slot map (cluster/cluster_links.h); each node is then a
+    // Tcp endpoint with the same credentials and TLS (db is always 0).
+    enum class Kind { Tcp, Unix, Sentinel, Cluster };
     Kind kind = Kind::Tcp;
     std::string host = "127.0.0.1";  // Tcp
     int port = 6379;                 // Tcp
@@ -30,18 +32,20 @@ struct RedisEndpoint {
     TlsOptions tls_options;
     std::vector<HostPort> sentinels;  // Sentinel
     std::string master_name;          // Sentinel
+    std::vector<HostPort> seeds;      // Cluster
     std::string socket_path;         // Unix
     std::string user;                // ACL user; empty: the default user
-    std::string password;            // empty: no AUTH
+    std::string password;            // empty: no AUTH (a user needs one: jobbuf.redis_password_file)
     int db = 0;
 
     // The URL with the password replaced by "***": safe for logs and status views.
     std::string redacted() const;
 };
 
-// Parses "redis://[[user]:password@]host[:port][/db]", "rediss://..." (TLS), "unix:///path[?db=N]",
-// or "redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]" (and
-// "rediss+sentinel://"; sentinels default to port 26379) (percent-escapes allowed in user and
+// Parses "redis://[user[:password]@]host[:port][/db]", "rediss://..." (TLS), "unix:///path[?db=N]",
+// or "redis+sentinel://[user[:password]@]host[:port][,host[:port]...]/master[/db]" (and
+// "rediss+sentinel://"; sentinels default to port 26379), or
+// "redis+cluster://[user[:password]@]host[:port][,host[:port]...][/0]" (and "rediss+cluster://") (percent-escapes allowed in user and
 // password; IPv6 hosts in brackets).
 // On failure returns false and sets *error to a one-line reason; never throws.
 bool parse_redis_url(const char* url, RedisEndpoint* out, std::string* error) noexcept;

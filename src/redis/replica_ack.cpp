@@ -65,6 +65,7 @@ void leave_a_replica(DrainSession* session, const std::vector<RedisReply>& repli
     for (const RedisReply& reply : replies)
         if (says_readonly(reply)) {
             session->connection.close();
+            session->cluster.forget();
             return;
         }
 }

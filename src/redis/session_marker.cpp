@@ -10,15 +10,17 @@ namespace jobbuf::redis {
 
 namespace {
 
-// SET <marker> value, followed by WAIT when replicas must acknowledge it.
-SessionReport set_marker(DrainSession* session, IoWaiter& waiter, const std::string& value, const char* doing)
+// SET <marker> value, followed by WAIT when replicas must acknowledge it (slot: the marker of
+// that slot on a cluster, -1 otherwise).
+SessionReport set_marker(DrainSession* session, IoWaiter& waiter, int slot, const std::string& value,
+                         const char* doing)
 {
     CommandBatch batch;
-    batch.add({"SET", session->marker_key, value});
+    batch.add({"SET", marker_key_of(session, slot), value});
     CommandBatch wait;
     std::vector<RedisReply> replies;
-    RedisStatus status = session->connection.execute(batch, &replies, round_trip_limit(session), waiter,
-                                                     replica_wait(session, &wait));
+    RedisStatus status = session_round_trip(session, slot, batch, &replies, round_trip_limit(session), waiter,
+                                            replica_wait(session, &wait));
     if (!status.ok())
         return report_failure(status, doing);
     leave_a_replica(session, replies);
@@ -31,10 +33,38 @@ SessionReport set_marker(DrainSession* session, IoWaiter& waiter, const std::str
 // With min_replicas: the marker read from the master counts only once that many replicas have
 // it. WAIT covers every write before this connection's last one, and a connection that wrote
 // nothing yet has nothing to wait for: the marker is written again (same value), then WAIT.
-SessionReport confirm_on_replicas(DrainSession* session, IoWaiter& waiter, const std::string& value)
+SessionReport confirm_on_replicas(DrainSession* session, IoWaiter& waiter, int slot, const std::string& value)
 {
     if (session->min_replicas <= 0) return {};
-    return set_marker(session, waiter, value, "confirming the delivery marker on replicas");
+    return set_marker(session, waiter, slot, value, "confirming the delivery marker on replicas");
+}
+
+// Reads one marker (of slot on a cluster, -1 otherwise) and appends the ids it names.
+SessionReport read_marker(DrainSession* session, IoWaiter& waiter, int slot)
+{
+    const std::string key = marker_key_of(session, slot);
+    CommandBatch batch;
+    batch.add({"GET", key});
+    std::vector<RedisReply> replies;
+    RedisStatus status = session_round_trip(session, slot, batch, &replies, session->timeout_ms, waiter);
+    if (!status.ok())
+        return report_failure(status, "reading the delivery marker");
+    const RedisReply& reply = replies.at(0);
+    if (reply.type == RedisReply::Type::String) {
+        std::vector<std::int64_t> ids;
+        if (!parse_marker(reply.str, &ids))
+            return report_of(SessionReport::Status::Refused, "the delivery marker " + key + " is malformed");
+        if (!ids.empty()) {
+            SessionReport confirmed = confirm_on_replicas(session, waiter, slot, reply.str);
+            if (confirmed.status != SessionReport::Status::Ok) return confirmed;
+        }
+        session->marker_ids.insert(session->marker_ids.end(), ids.begin(), ids.end());
+    } else if (reply.type != RedisReply::Type::Nil) {
+        return report_of(SessionReport::Status::Refused,
+                         "reading the delivery marker " + key + ": " +
+                             (reply.is_error() ? reply.str : std::string("not a string")));
+    }
+    return {};
 }
 
 }  // namespace
@@ -43,26 +73,15 @@ SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter,
                                         const std::int64_t** ids, std::size_t* count) noexcept
 {
     try {
-        CommandBatch batch;
-        batch.add({"GET", session->marker_key});
-        std::vector<RedisReply> replies;
-        RedisStatus status = session->connection.execute(batch, &replies, session->timeout_ms, waiter);
-        if (!status.ok())
-            return report_failure(status, "reading the delivery marker");
-        const RedisReply& reply = replies.at(0);
         session->marker_ids.clear();
-        if (reply.type == RedisReply::Type::String) {
-            if (!parse_marker(reply.str, &session->marker_ids))
-                return report_of(SessionReport::Status::Refused,
-                                 "the delivery marker " + session->marker_key + " is malformed");
-            if (!session->marker_ids.empty()) {
-                SessionReport confirmed = confirm_on_replicas(session, waiter, reply.str);
-                if (confirmed.status != SessionReport::Status::Ok) return confirmed;
-            }
-        } else if (reply.type != RedisReply::Type::Nil) {
-            return report_of(SessionReport::Status::Refused,
-                             "reading the delivery marker " + session->marker_key + ": " +
-                                 (reply.is_error() ? reply.str : std::string("not a string")));
+        std::vector<int> slots{-1};
+        if (session->is_cluster()) {
+            SessionReport found = cluster_marker_slots(session, waiter, &slots);
+            if (found.status != SessionReport::Status::Ok) return found;
+        }
+        for (int slot : slots) {
+            SessionReport read = read_marker(session, waiter, slot);
+            if (read.status != SessionReport::Status::Ok) return read;
         }
         *ids = session->marker_ids.data();
         *count = session->marker_ids.size();
@@ -78,7 +97,8 @@ SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter
 {
     try {
         std::string value = format_marker(std::vector<std::int64_t>(ids, ids + count));
-        return set_marker(session, waiter, value, "rewriting the delivery marker");
+        return set_marker(session, waiter, session->is_cluster() ? session->last_slot : -1, value,
+                          "rewriting the delivery marker");
     } catch (...) {
         session->connection.close();
         return out_of_memory();

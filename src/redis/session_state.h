@@ -1,11 +1,15 @@
 // Pure C++ regime: the DrainSession behind drain_session.h's plain-data interface, and the
-// helpers its three files share (drain_session.cpp: configure, connect, deliver;
-// session_marker.cpp: the delivery marker; replica_ack.cpp: WAIT for replicas and READONLY).
+// helpers its files share (drain_session.cpp: configure, connect, deliver; session_marker.cpp:
+// the delivery marker; session_lease.cpp: the delivery lease; replica_ack.cpp: WAIT for replicas
+// and READONLY).
 #pragma once
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "redis/cluster/cluster_links.h"
 #include "redis/connection.h"
 #include "redis/delivery.h"
 #include "redis/drain_session.h"
@@ -30,6 +34,17 @@ public:
     std::size_t max_bulk_bytes = kDefaultMaxBulkBytes;      // in effect: the lower of these two
     std::size_t refused_bulk_bytes = kDefaultMaxBulkBytes;  // learned from protocol errors
     std::string client_name;  // names every connection of this worker (see connection_fence.h)
+    std::string lease_key;    // the delivery lease (session_lease.cpp); empty: none
+    std::string lease_value;  // this cluster, as the lease names its holder
+
+    // A Cluster endpoint (cluster/cluster_session.cpp): one unit, and one marker, per hash slot.
+    ClusterLinks cluster;           // the links to its nodes and its slot map
+    std::set<int> marker_slots;     // the slots whose marker may name jobs
+    bool markers_scanned = false;   // the masters were searched for the markers of earlier runs
+    std::map<int, std::string> slot_tags;  // slot_tag() of the slots met so far
+    int last_slot = -1;             // the slot of the last unit sent
+
+    bool is_cluster() const { return endpoint.kind == RedisEndpoint::Kind::Cluster; }
 };
 
 // A report with a one-line message.
@@ -50,7 +65,37 @@ const CommandBatch* replica_wait(const DrainSession* session, CommandBatch* wait
 // Takes WAIT's reply (the last one) out of replies: Ok when enough replicas acknowledged `what`.
 SessionReport take_replica_wait(const DrainSession* session, std::vector<RedisReply>* replies, const char* what);
 
+// One round trip: to the server, or on a cluster to the node that serves slot (redirections
+// followed, cluster/cluster_links.h). A failure closes what failed (on a cluster, the slot map
+// is forgotten: the next connect asks for it again).
+RedisStatus session_round_trip(DrainSession* session, int slot, const CommandBatch& batch,
+                               std::vector<RedisReply>* replies, long timeout_ms, IoWaiter& waiter,
+                               const CommandBatch* then = nullptr);
+
+// The marker's key: marker_key, or on a cluster the marker of one slot, "<marker_key>{<tag>}"
+// with a tag that lands in that slot.
+std::string marker_key_of(DrainSession* session, int slot);
+
+// On a cluster: the slot of every key the target writes; -1 with *why when the target cannot
+// live on a cluster (Sidekiq, Celery, keys in more than one slot).
+int target_slot(const QueueTarget& target, std::string* why);
+
+// Connects to a cluster: asks it for its slot map (through a fenced link); see drain_session_connect.
+SessionReport cluster_connect(DrainSession* session, IoWaiter& waiter, bool* fresh);
+
+// The slots whose marker reconciliation reads: those units went to in this run, and, the first
+// time, every marker of this installation found on the masters (SCAN).
+SessionReport cluster_marker_slots(DrainSession* session, IoWaiter& waiter, std::vector<int>* slots);
+
 // Drops the connection when a reply says the server is a replica now (READONLY).
 void leave_a_replica(DrainSession* session, const std::vector<RedisReply>& replies);
+
+// The delivery lease's lifetime: twice jobbuf.redis_timeout.
+long lease_lifetime_ms(const DrainSession* session);
+
+// Takes or refreshes the delivery lease (session_lease.cpp); *taken when it was free. Held,
+// with the connection closed, while another cluster holds it; Ok with a message (a warning) when
+// this Redis user may not run scripts.
+SessionReport take_lease(DrainSession* session, IoWaiter& waiter, bool* taken);
 
 }  // namespace jobbuf::redis

@@ -19,7 +19,7 @@ DECLARE
     released bigint;
 BEGIN
     UPDATE jobbuf.jobs j SET owner = jobbuf.installation_id()
-    FROM jobbuf.held_jobs_of(queue) h WHERE j.id OPERATOR(pg_catalog.=) h.id;
+    FROM jobbuf.held_jobs_of(jobbuf_release_restored.queue) h WHERE j.id OPERATOR(pg_catalog.=) h.id;
     GET DIAGNOSTICS released = ROW_COUNT;
     IF released OPERATOR(pg_catalog.>) 0 THEN
         -- A statement on jobbuf.queues wakes the worker when this transaction commits.
@@ -34,7 +34,7 @@ RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     discarded bigint;
 BEGIN
-    DELETE FROM jobbuf.jobs j USING jobbuf.held_jobs_of(queue) h WHERE j.id OPERATOR(pg_catalog.=) h.id;
+    DELETE FROM jobbuf.jobs j USING jobbuf.held_jobs_of(jobbuf_discard_restored.queue) h WHERE j.id OPERATOR(pg_catalog.=) h.id;
     GET DIAGNOSTICS discarded = ROW_COUNT;
     RETURN discarded;
 END $$;

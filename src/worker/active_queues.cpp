@@ -12,6 +12,8 @@
 
 extern "C" {
 #include "access/xlog.h"
+#include "miscadmin.h"
+#include "postmaster/postmaster.h"
 #include "commands/extension.h"
 #include "common/hashfn.h"
 #include "catalog/pg_type.h"
@@ -25,6 +27,7 @@ namespace {
 SPIPlanPtr queues_plan = nullptr;
 char marker_key_buffer[128];
 char legacy_marker_key_buffer[128];
+char lease_key_buffer[128];
 uint32 identity_salt = 0;
 char installed_version[NAMEDATALEN];
 
@@ -46,6 +49,20 @@ const char* marker_key(void)
     return marker_key_buffer;
 }
 
+const char* lease_key(void)
+{
+    return lease_key_buffer;
+}
+
+void worker_lease_value(char* value, size_t len)
+{
+    char host[256] = "";
+    if (gethostname(host, sizeof(host) - 1) != 0)
+        strlcpy(host, "?", sizeof(host));
+    snprintf(value, len, "host %s port %d data directory %s system " UINT64_FORMAT, host, PostPortNumber, DataDir,
+             GetSystemIdentifier());
+}
+
 const char* legacy_marker_key(void)
 {
     return legacy_marker_key_buffer;
@@ -58,7 +75,10 @@ uint32 installation_salt(void)
 
 void worker_client_name(char* name, size_t len)
 {
-    snprintf(name, len, "jobbuf-" UINT64_FORMAT "-%u", GetSystemIdentifier(), MyDatabaseId);
+    if (marker_key_buffer[0] != '\0')
+        snprintf(name, len, "jobbuf-%s", marker_key_buffer + strlen("jobbuf:marker:"));
+    else
+        snprintf(name, len, "jobbuf-" UINT64_FORMAT "-%u", GetSystemIdentifier(), MyDatabaseId);
 }
 
 // Sets the marker keys and the id salt of this installation of the extension: the marker is
@@ -72,6 +92,7 @@ static void note_installation(Oid extension_oid)
         elog(ERROR, "jobbuf: the installed SQL has no installation identity");
     char* text = DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(&id)));
     snprintf(marker_key_buffer, sizeof(marker_key_buffer), "jobbuf:marker:%s", text);
+    snprintf(lease_key_buffer, sizeof(lease_key_buffer), "jobbuf:lease:%s", text);
     snprintf(legacy_marker_key_buffer, sizeof(legacy_marker_key_buffer), "jobbuf:marker:" UINT64_FORMAT ":%u:%u",
              GetSystemIdentifier(), MyDatabaseId, extension_oid);
     identity_salt = installation_id_salt(id);

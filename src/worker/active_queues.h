@@ -40,6 +40,14 @@ void forget_active_queues(void);
 // has the same ids: neither may read a marker that names other jobs). As of the last load ("" before).
 const char* marker_key(void);
 
+// The delivery lease's key, "jobbuf:lease:<installation identity>" (drain_session.h). As of the
+// last load ("" before).
+const char* lease_key(void);
+
+// How the lease names this cluster: host, port, data directory and system identifier (a restart
+// is the same holder, a clone on another host, port or directory is another).
+void worker_lease_value(char* value, size_t len);
+
 // The key 1.1 gave the marker ("jobbuf:marker:<system identifier>:<database oid>:<extension oid>"),
 // reconciled once after an update from 1.1. As of the last load ("" before).
 const char* legacy_marker_key(void);
@@ -47,5 +55,7 @@ const char* legacy_marker_key(void);
 // The id salt of this installation's identity: what group messages' ids derive from.
 uint32 installation_salt(void);
 
-// The name of the worker's Redis connections: "jobbuf-<system identifier>-<database oid>".
+// The name of the worker's Redis connections, which a fresh connection fences off (kills):
+// "jobbuf-<installation identity>" once the queue list was loaded (so a clone given an identity
+// of its own never fences its original's), "jobbuf-<system identifier>-<database oid>" before.
 void worker_client_name(char* name, size_t len);

@@ -1,6 +1,7 @@
 // Postgres regime: the drain worker's per-database settings (see database_settings.h).
 #include "pg_includes.h"
 
+#include "refused_settings.h"
 #include "shared_state.h"
 #include "worker/database_settings.h"
 
@@ -77,6 +78,29 @@ bool kept_database_setting(const config_generic* var)
 void remember_database_settings(void)
 {
     remembered = read_database_settings();
+}
+
+char* database_setting_value(const char* name)
+{
+    char* found = nullptr;
+    size_t name_len = strlen(name);
+    for (const char* line = remembered ? remembered : ""; *line != '\0';) {
+        const char* end = strchr(line, '\n');
+        size_t line_len = end ? static_cast<size_t>(end - line) : strlen(line);
+        if (line_len > name_len && line[name_len] == '=' && pg_strncasecmp(line, name, name_len) == 0) {
+            if (found != nullptr)
+                pfree(found);
+            found = pnstrdup(line + name_len + 1, line_len - name_len - 1);
+        }
+        line += line_len + (end ? 1 : 0);
+    }
+    return found;
+}
+
+void note_refused_remembered_settings(void)
+{
+    if (remembered != nullptr)
+        note_refused_database_settings(remembered);
 }
 
 void leave_if_database_settings_changed(void)

@@ -18,6 +18,13 @@ bool kept_database_setting(const config_generic* var);
 // Remembers the jobbuf.* entries of pg_db_role_setting for this database (call once connected).
 void remember_database_settings(void);
 
+// The value those entries give name (palloc'd), or nullptr when they give none.
+char* database_setting_value(const char* name);
+
+// Once the worker's session is set up: notes each of those entries that is not in force, a value
+// Postgres refused when the worker connected (see refused_settings.h).
+void note_refused_remembered_settings(void);
+
 // On a reload: when those entries changed since remember_database_settings, logs it, notes
 // WorkerExit::SettingsChanged and exits (the launcher restarts the worker without delay).
 void leave_if_database_settings_changed(void);

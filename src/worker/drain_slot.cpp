@@ -5,6 +5,7 @@
 #include "shared_state.h"
 #include "worker/database_settings.h"
 #include "worker/drain_slot.h"
+#include "worker/worker_session.h"
 
 extern "C" {
 #include "access/xact.h"
@@ -39,6 +40,7 @@ void join_drain_slot(Datum main_arg)
         jobbuf_cluster->slots[index].database != database)
         proc_exit(0);  // not the slot the launcher meant (cannot happen: it starts us after assigning it)
     jobbuf_shared = &jobbuf_cluster->slots[index];
+    remember_server_settings();  // before a role's settings replace them
     BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, 0);
     bool installed = extension_installed();
     if (index == probe_slot_index())

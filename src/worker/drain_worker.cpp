@@ -15,12 +15,15 @@
 #include "worker/reconcile.h"
 #include "worker/storage_rotation.h"
 #include "worker/guarded_call.h"
+#include "worker/held_jobs.h"
 #include "worker/pass_schedule.h"
 #include "worker/queue_progress.h"
 #include "worker/redis_health.h"
+#include "worker/refused_targets.h"
 #include "drop_database_guard.h"
 #include "extension_version.h"
 #include "worker/problem_log.h"
+#include "refused_settings.h"
 #include "settings.h"
 #include "shared_state.h"
 #include "worker/worker_session.h"
@@ -53,8 +56,12 @@ struct WorkerState {
     MemoryContext queue_cxt;       // the active queue list, reset when it is reloaded
     bool reconcile_needed;
     char client_name[128];
+    char lease_value[MAXPGPATH + 384];  // this cluster, as the delivery lease names it
+    TimestampTz lease_kept_at;          // when the lease was last taken or refreshed
+    TimestampTz lease_held_since;       // when another cluster was first found holding it (0: not)
     uint32 rotation;
     bool fencing_warned;
+    char config_problem[kStatusErrorLen];  // why the Redis settings are unusable; empty: they are usable
 };
 
 WorkerState* state = nullptr;
@@ -92,7 +99,12 @@ void apply_settings(void)
     char sentinel_password[1024];
     char error[512];
     SessionReport report;
-    if (!read_redis_password(password, sizeof(password), error, sizeof(error)) ||
+    if (describe_refused_setting(error, sizeof(error))) {
+        // Given but refused: Postgres put another value in its place, which nobody chose.
+        report.status = SessionReport::Status::BadConfig;
+        strlcpy(report.message, error, sizeof(report.message));
+        jobbuf::redis::drain_session_unconfigure(state->ctx.session);
+    } else if (!read_redis_password(password, sizeof(password), error, sizeof(error)) ||
         !read_sentinel_password(sentinel_password, sizeof(sentinel_password), error, sizeof(error))) {
         report.status = SessionReport::Status::BadConfig;
         strlcpy(report.message, error, sizeof(report.message));
@@ -103,10 +115,14 @@ void apply_settings(void)
     }
     explicit_bzero(password, sizeof(password));
     explicit_bzero(sentinel_password, sizeof(sentinel_password));
-    if (report.status == SessionReport::Status::BadConfig)
-        report_problem(ProblemKind::Config, report.message);
-    else
-        report_recovered(ProblemKind::Config, "jobbuf.redis_url is valid again");
+    if (report.status == SessionReport::Status::BadConfig) {
+        strlcpy(state->config_problem, report.message, sizeof(state->config_problem));
+        shared_state_set_redis_connected(false);
+        report_problem(ProblemKind::Settings, report.message);
+    } else {
+        state->config_problem[0] = '\0';
+        report_recovered(ProblemKind::Settings, "the Redis settings are valid again");
+    }
     delay_redis_attempts(0);  // a new configuration deserves an immediate attempt
 }
 
@@ -115,6 +131,7 @@ void reload_settings_if_asked(void)
     if (ConfigReloadPending) {
         ConfigReloadPending = false;
         ProcessConfigFile(PGC_SIGHUP);
+        forget_fixed_refusals();
         leave_if_database_settings_changed();
         apply_settings();
     }
@@ -125,6 +142,28 @@ void database_failed(void)
     state->reconcile_needed = true;
     forget_active_queues();
     delay_redis_attempts(kErrorBackoffMs);
+}
+
+// Another cluster holds the delivery lease. A holder that stopped (a standby promoted after its
+// primary stopped, a restart elsewhere) lets it expire within its lifetime, twice
+// jobbuf.redis_timeout: only a lease still held after that is a live twin, said in one WARNING
+// (redis_failed). Until then the worker retries quietly.
+void lease_held_elsewhere(const char* message)
+{
+    TimestampTz now = GetCurrentTimestamp();
+    if (state->lease_held_since == 0)
+        state->lease_held_since = now;
+    if (TimestampDifferenceExceeds(state->lease_held_since, now, 2 * jobbuf_redis_timeout))
+        redis_failed(state->ctx.session, message);
+    else
+        delay_redis_attempts(Max(jobbuf_redis_timeout / 4, 1));
+}
+
+// Redis closed the idle connection: not connected any more; the next round connects again.
+void connection_lost(void)
+{
+    shared_state_set_redis_connected(false);
+    state->reconcile_needed = true;
 }
 
 bool ensure_redis(void)
@@ -141,8 +180,12 @@ bool ensure_redis(void)
     if (report.status == SessionReport::Status::Interrupted)
         return false;
     if (report.status == SessionReport::Status::BadConfig) {
-        report_problem(ProblemKind::Config, report.message);
+        report_problem(ProblemKind::Settings, state->config_problem[0] != '\0' ? state->config_problem : report.message);
         delay_redis_attempts(kMaxBackoffMs);
+        return false;
+    }
+    if (report.status == SessionReport::Status::Held) {
+        lease_held_elsewhere(report.message);
         return false;
     }
     if (report.status != SessionReport::Status::Ok) {
@@ -150,6 +193,8 @@ bool ensure_redis(void)
         return false;
     }
     if (fresh) {
+        state->lease_kept_at = GetCurrentTimestamp();  // connecting took the lease
+        state->lease_held_since = 0;
         state->reconcile_needed = true;  // a batch may have been cut off by the last disconnect
         redis_succeeded(state->ctx.session);
         if (report.message[0] != '\0' && !state->fencing_warned) {
@@ -231,9 +276,55 @@ int load_pass(ActiveQueue** queues, bool reload, bool* reloaded)
         return -1;
     }
     report_recovered(ProblemKind::Config, "the jobbuf extension is installed and up to date; delivering");
+    if (*reloaded && !run_guarded([] { note_held_jobs(); })) {
+        database_failed();
+        return -1;
+    }
     if (jobbuf::redis::drain_session_set_marker_key(state->ctx.session, marker_key()))
         state->reconcile_needed = true;
+    char client_name[sizeof(state->client_name)];
+    worker_client_name(client_name, sizeof(client_name));
+    if (strcmp(client_name, state->client_name) != 0) {
+        strlcpy(state->client_name, client_name, sizeof(state->client_name));
+        apply_settings();  // the next connection carries the name
+    }
+    if (jobbuf::redis::drain_session_set_lease(state->ctx.session, lease_key(), state->lease_value))
+        state->reconcile_needed = true;
     return nqueues;
+}
+
+// The delivery lease lasts twice jobbuf.redis_timeout; it is refreshed once a quarter of that has
+// passed (before a batch, and by an idle worker, whose sleep is capped to that quarter).
+long lease_refresh_ms(void)
+{
+    return Max(jobbuf_redis_timeout / 2, 1);
+}
+
+// Refreshes the delivery lease when due. False when another cluster holds it (one WARNING per
+// holder, through redis_failed) or Redis failed: nothing may be pushed now.
+bool keep_lease(void)
+{
+    TimestampTz now = GetCurrentTimestamp();
+    if (!TimestampDifferenceExceeds(state->lease_kept_at, now, static_cast<int>(lease_refresh_ms())))
+        return true;
+    SessionReport report = jobbuf::redis::drain_session_keep_lease(state->ctx.session, *state->ctx.waiter);
+    if (!run_guarded([] { state->ctx.waiter->raise_pending(); })) {
+        database_failed();
+        return false;
+    }
+    if (report.status == SessionReport::Status::Interrupted)
+        return false;
+    if (report.status == SessionReport::Status::Held) {
+        lease_held_elsewhere(report.message);
+        return false;
+    }
+    if (report.status != SessionReport::Status::Ok) {
+        redis_failed(state->ctx.session, report.message);
+        return false;
+    }
+    state->lease_kept_at = now;
+    state->lease_held_since = 0;
+    return true;
 }
 
 // Marks the queues that commits staged into since the last look as pending (every queue on a
@@ -279,8 +370,12 @@ long drain_round(void)
         note_staged_work(queues, nqueues, full || reloaded);
         if (nqueues == 0)
             break;
-        if (!ensure_redis() || !reconcile_if_needed())
+        if (!ensure_redis() || !keep_lease() || !reconcile_if_needed())
             return redis_backoff_ms();
+        if (!run_guarded([&] { note_refused_targets(state->ctx.session, queues, nqueues); })) {
+            database_failed();
+            return kErrorBackoffMs;
+        }
 
         uint32 start = state->rotation++;
         for (int k = 0; k < nqueues; k++) {
@@ -288,10 +383,16 @@ long drain_round(void)
             QueueProgress* progress = queue_progress(q->name);
             if (!progress->pending)
                 continue;
+            if (target_refused(state->ctx.session, q)) {
+                progress->pending = false;  // staged until the URL or the queue changes (a reload)
+                continue;
+            }
             CHECK_FOR_INTERRUPTS();
             reload_settings_if_asked();
             if (!jobbuf_enabled || drain_worker_must_leave())
                 return sleep_ms;
+            if (!keep_lease())
+                return redis_backoff_ms();
             BatchResult result{};
             bool restarted = progress->restarted && !q->group_delivery;
             bool from_head = progress->after_id == 0;
@@ -330,6 +431,9 @@ long drain_round(void)
     round_finished(locked_out);
     if (delivered_any)
         redis_succeeded(state->ctx.session);
+    // An idle worker keeps its lease: it wakes before a quarter of its lifetime has passed.
+    if (jobbuf::redis::drain_session_connected(state->ctx.session))
+        sleep_ms = Min(sleep_ms, lease_refresh_ms());
     return locked_out ? kMinBackoffMs : sleep_ms;
 }
 
@@ -354,8 +458,10 @@ void jobbuf_drain_main(Datum arg)
     state->ctx.waiter = new (waiter_memory) LatchIoWaiter();
     state->reconcile_needed = true;
     worker_client_name(state->client_name, sizeof(state->client_name));
+    worker_lease_value(state->lease_value, sizeof(state->lease_value));
 
     pin_worker_session();
+    note_refused_remembered_settings();
     on_shmem_exit(unpublish_worker, (Datum) 0);
     publish_worker();
     apply_settings();
@@ -382,8 +488,14 @@ void jobbuf_drain_main(Datum arg)
 
         if (state->ctx.waiter->take_wakeup() && next_redis_attempt() <= GetCurrentTimestamp())
             continue;  // a commit arrived while we talked to Redis: scan again
-        int rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, sleep_ms, PG_WAIT_EXTENSION);
+        // Waits on the Redis socket too: a connection that Redis closes while the worker idles
+        // shows as such in jobbuf_worker_status() at once, not at the next batch.
+        int socket = jobbuf::redis::drain_session_socket(state->ctx.session);
+        int events = WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH | (socket >= 0 ? WL_SOCKET_READABLE : 0);
+        int rc = WaitLatchOrSocket(MyLatch, events, socket, sleep_ms, PG_WAIT_EXTENSION);
         ResetLatch(MyLatch);
+        if ((rc & WL_SOCKET_READABLE) && !jobbuf::redis::drain_session_check_open(state->ctx.session))
+            connection_lost();
         if ((rc & WL_LATCH_SET) && jobbuf_shared)
             pg_atomic_fetch_add_u64(&jobbuf_shared->wakeups, 1);
     }

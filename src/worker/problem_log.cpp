@@ -11,7 +11,7 @@ extern "C" {
 namespace {
 
 constexpr int kRepeatAfterMs = 60 * 1000;
-constexpr int kKinds = 3;
+constexpr int kKinds = 4;
 
 struct ProblemSlot {
     bool active;
@@ -46,4 +46,9 @@ void report_recovered(ProblemKind kind, const char* message)
         return;
     slot.active = false;
     ereport(LOG, (errmsg("jobbuf: %s", message)));
+    const char* lasting = "";
+    for (const ProblemSlot& other : slots)
+        if (other.active)
+            lasting = other.text;
+    shared_state_show_error(lasting);
 }

@@ -4,10 +4,13 @@
 #pragma once
 #include "pg_includes.h"
 
-enum class ProblemKind { Redis, Database, Config };
+// Settings: a Redis setting that cannot be used (refused, unreadable password file); Target: a
+// queue whose target the Redis in use cannot carry (a Cluster).
+enum class ProblemKind { Redis, Database, Config, Settings, Target };
 
 // Reports a problem at WARNING (see above); always recorded in jobbuf_worker_status().last_error.
 void report_problem(ProblemKind kind, const char* message);
 
-// Reports that a kind of problem is over: one LOG line if it was being reported.
+// Reports that a kind of problem is over: one LOG line if it was being reported; last_error then
+// shows a problem that still lasts, or nothing (last_error_at keeps when the last one was seen).
 void report_recovered(ProblemKind kind, const char* message);

@@ -23,7 +23,8 @@
 // a restart loop), synchronous_commit = off (a batch's delete could be lost in a crash after the
 // next unit overwrote the marker: a duplicate), planner switches, and whatever Postgres adds later.
 // Except the jobbuf.redis_* settings that a superuser gave the database (database_settings.h):
-// they are how each database names its own Redis.
+// they are how each database names its own Redis; and a jobbuf setting given to a role goes back
+// to the server configuration's value (or the database's), never to the built-in default.
 #include "pg_includes.h"
 
 #include "worker/database_settings.h"
@@ -34,13 +35,26 @@ extern "C" {
 #include "catalog/pg_authid.h"
 #include "utils/guc.h"
 #include "utils/guc_tables.h"
+#include "utils/memutils.h"
 }
 
 namespace {
 
+constexpr int kMaxJobbufSettings = 32;
+
+struct ServerSetting {
+    const char* name;  // the GUC's own name
+    char* value;       // in TopMemoryContext
+    GucSource source;
+};
+
+ServerSetting server_settings[kMaxJobbufSettings];
+int server_setting_count = 0;
+
 bool set_by_database_or_role(const config_generic* var)
 {
-    return var->source == PGC_S_DATABASE || var->source == PGC_S_USER || var->source == PGC_S_DATABASE_USER;
+    return var->source == PGC_S_GLOBAL || var->source == PGC_S_DATABASE || var->source == PGC_S_USER ||
+           var->source == PGC_S_DATABASE_USER;
 }
 
 // The built-in default of var as a setting's text, or nullptr when it has none to give.
@@ -65,6 +79,29 @@ const char* built_in_default(config_generic* var, char* buffer, size_t len)
     return nullptr;
 }
 
+// Gives a jobbuf setting that a role's settings replaced its value from the database
+// (ALTER DATABASE ... SET) or else from the server configuration, with that source, so that
+// reloads keep applying to it.
+void restore_jobbuf_setting(config_generic* var)
+{
+    char* database_value = database_setting_value(var->name);
+    const ServerSetting* server = nullptr;
+    for (int i = 0; i < server_setting_count; i++)
+        if (strcmp(server_settings[i].name, var->name) == 0)
+            server = &server_settings[i];
+    if (database_value == nullptr && server == nullptr)
+        return;
+    const char* value = database_value ? database_value : server->value;
+    GucSource source = database_value ? PGC_S_DATABASE : server->source;
+    if (set_config_option(var->name, value, PGC_SUSET, PGC_S_OVERRIDE, GUC_ACTION_SET, true, WARNING, false) > 0) {
+        var->source = var->reset_source = source;
+        var->scontext = var->reset_scontext = source == PGC_S_DATABASE ? PGC_SUSET : PGC_SIGHUP;
+    }
+    // Refused (a database value): the source stays the role's, and refused_settings.h stops delivery.
+    if (database_value != nullptr)
+        pfree(database_value);
+}
+
 // Puts every setting that ALTER DATABASE / ALTER ROLE ... SET gave this session back to its
 // built-in default; session_authorization (no built-in value: the connecting user) back to the
 // bootstrap superuser the worker connected as. A setting that refuses is logged, not fatal.
@@ -78,6 +115,10 @@ void drop_database_and_role_settings(void)
         if (!set_by_database_or_role(var) || (var->context != PGC_USERSET && var->context != PGC_SUSET) ||
             kept_database_setting(var))
             continue;
+        if (strncmp(var->name, "jobbuf.", 7) == 0) {
+            restore_jobbuf_setting(var);  // not the built-in default: a Redis nobody named
+            continue;
+        }
         char buffer[64];
         const char* value = strcmp(var->name, "session_authorization") == 0
                                 ? GetUserNameFromId(BOOTSTRAP_SUPERUSERID, false)
@@ -91,6 +132,20 @@ void drop_database_and_role_settings(void)
 }
 
 }  // namespace
+
+void remember_server_settings(void)
+{
+    struct config_generic** vars = get_guc_variables();
+    int count = GetNumConfigOptions();
+    for (int i = 0; i < count && server_setting_count < kMaxJobbufSettings; i++) {
+        if (strncmp(vars[i]->name, "jobbuf.", 7) != 0 || (vars[i]->flags & GUC_CUSTOM_PLACEHOLDER))
+            continue;
+        ServerSetting& setting = server_settings[server_setting_count++];
+        setting.name = vars[i]->name;
+        setting.value = MemoryContextStrdup(TopMemoryContext, GetConfigOption(vars[i]->name, false, false));
+        setting.source = vars[i]->source;
+    }
+}
 
 void pin_worker_session(void)
 {

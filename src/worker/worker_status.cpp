@@ -1,7 +1,7 @@
 // Postgres regime: jobbuf_worker_status(), the drain workers' state as published in shared
 // memory. Two C symbols: jobbuf_worker_status_all (1.1: one row per drain worker and per database
-// left without one by jobbuf.max_workers, from any database; other databases' errors only for
-// superusers and pg_monitor) and jobbuf_worker_status (what 1.0's
+// left without one by jobbuf.max_workers, from any database; other databases' errors and
+// delivery counters only for superusers and pg_monitor) and jobbuf_worker_status (what 1.0's
 // SQL declares: one row, the worker of the current database).
 #include "pg_includes.h"
 
@@ -39,7 +39,8 @@ void no_worker_row(StatusRow* row, const char* database, const char* why)
 }
 
 // Whether the caller may read other databases' errors (they name Redis hosts, ports and TLS
-// file paths): a superuser or a member of pg_monitor. The function runs as its definer, so the
+// file paths) and delivery counters (another tenant's traffic): a superuser or a member of
+// pg_monitor. The function runs as its definer, so the
 // caller is the outer user.
 bool sees_every_error(void)
 {
@@ -47,7 +48,8 @@ bool sees_every_error(void)
     return superuser_arg(caller) || has_privs_of_role(caller, ROLE_PG_MONITOR);
 }
 
-void slot_row(StatusRow* row, JobbufSharedState* s, bool show_error)
+// show_private: last_error, last_error_at and the counters (NULL otherwise).
+void slot_row(StatusRow* row, JobbufSharedState* s, bool show_private)
 {
     SpinLockAcquire(&s->mutex);
     pid_t pid = s->worker_pid;
@@ -67,12 +69,13 @@ void slot_row(StatusRow* row, JobbufSharedState* s, bool show_error)
     row->values[2] = BoolGetDatum(pid != 0);
     row->values[3] = BoolGetDatum(connected);
     row->values[4] = CStringGetTextDatum(last_error);
-    row->nulls[4] = last_error[0] == '\0' || !show_error;
+    row->nulls[4] = last_error[0] == '\0' || !show_private;
     row->values[5] = TimestampTzGetDatum(last_error_at);
-    row->nulls[5] = last_error_at == 0 || !show_error;
+    row->nulls[5] = last_error_at == 0 || !show_private;
     row->values[6] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&s->wakeups)));
     row->values[7] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&s->batches)));
     row->values[8] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&s->delivered)));
+    row->nulls[6] = row->nulls[7] = row->nulls[8] = !show_private;
 }
 
 constexpr const char* kNotPreloaded = "jobbuf is not in shared_preload_libraries: no worker runs";
@@ -90,7 +93,7 @@ JOBBUF_SQL_FUNCTION(jobbuf_worker_status_all)
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row.values, row.nulls);
         return (Datum) 0;
     }
-    const bool every_error = sees_every_error();
+    const bool every_error = sees_every_error();  // and every counter
     for (int i = 0; i < jobbuf_cluster->drain_slots; i++) {
         JobbufSharedState* s = &jobbuf_cluster->slots[i];
         if (!s->in_use)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # DROP EXTENSION jobbuf while the worker is draining, then CREATE EXTENSION again: the worker
 # neither crashes nor restarts in a loop (it waits for the extension), keeps its process, pushes
-# nothing twice, and drains the re-created extension's jobs.
+# nothing twice, and drains the re-created extension's jobs. DROP EXTENSION says what it discarded:
+# one WARNING per queue that still held jobs, with its waiting, scheduled, claimed and held counts.
 source "$(dirname "$0")/tools/lib.sh"
 
 # Mid-drain by construction: Redis is frozen (SIGSTOP, redis_timeout 60 s) while the worker waits
@@ -26,6 +27,8 @@ dropper=$!
 wait_lock_waiter "DROP EXTENSION jobbuf" || fail "DROP EXTENSION did not queue behind the worker's batch"
 kill -CONT "$JB_REDIS_PID"
 if wait "$dropper"; then
+  expect_match "DROP EXTENSION names the queue whose jobs it discarded" "$(cat "$JB_RUN/drop.out")" \
+    'WARNING:  jobbuf: DROP EXTENSION discarded the jobs of queue busy: [0-9]+ job\(s\) \([0-9]+ waiting, 0 scheduled, 0 claimed, 0 held\)'
   pass "DROP EXTENSION while draining succeeds ($(( $(now_ms) - t0 )) ms, $(jb_redis LLEN jobbuf:busy) of 50000 jobs in Redis)"
 else
   # The worker's batch (DELETE FROM jobbuf.jobs, then UPDATE jobbuf.queue_stats) and DROP
@@ -65,6 +68,25 @@ expect_eq "no deadlock between the worker's batch and DROP EXTENSION" "$(count_l
 expect_eq "no worker restart" "$(count_lines 'drain worker started|starting the drain worker' "$log")" 0
 waiting=$(count_lines 'WARNING: +jobbuf:.*not installed' "$log")
 expect_le "'extension not installed' WARNINGs (no log spam)" "$waiting" 1
+# What a drop discards, state by state; a queue without jobs is not named, and a DROP EXTENSION
+# that is refused says nothing.
+jb_psql -q -o /dev/null <<'SQL'
+SELECT jobbuf_create_queue('kept', 'none');
+SELECT jobbuf_create_queue('empty', 'none');
+SELECT jobbuf_stage('kept', jsonb_build_object('n', n)) FROM generate_series(1, 3) n;
+SELECT jobbuf_stage('kept', '{"later": true}', now() + interval '1 hour');
+SELECT count(*) FROM jobbuf_claim('kept', 1);
+CREATE ROLE not_owner LOGIN;
+SQL
+out=$(jb_psql -q -c "SET ROLE not_owner" -c "DROP EXTENSION jobbuf" 2>&1)
+expect_match "a DROP EXTENSION by another role is refused" "$out" "must be owner"
+expect_eq "... and reports no discarded jobs" "$(grep -c 'discarded' <<<"$out")" 0
+out=$(jb_psql -q -c "DROP EXTENSION jobbuf" 2>&1)
+expect_eq "DROP EXTENSION: one WARNING per queue that held jobs, with its counts" \
+  "$(grep -o 'discarded the jobs of .*' <<<"$out" | tr '\n' '|')" \
+  "discarded the jobs of queue kept: 4 job(s) (2 waiting, 1 scheduled, 1 claimed, 0 held)|"
+jb_psql -q -c "CREATE EXTENSION jobbuf"
+
 say "jobbuf lines logged meanwhile:"
 grep -E 'jobbuf:' <<<"$log" | sed 's/^[^]]*] /    /' | head -n 8
 

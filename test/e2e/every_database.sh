@@ -143,18 +143,21 @@ jb_sql "SELECT jobbuf_stage('work', '{\"after_restart\": true}')" >/dev/null
 check "both deliver after the restart" \
   jb_wait_until "[ \"\$(redis-cli -p $moved -n 2 LLEN jobbuf:work) \$(jb_redis LLEN jobbuf:work)\" = '2 2' ]" 15
 
-# Another database's last_error (it can name a Redis host or a TLS file) is shown only to
-# superusers and pg_monitor; a granted role sees its own database's.
+# Another database's last_error (it can name a Redis host or a TLS file) and delivery counters
+# (another tenant's traffic) are shown only to superusers and pg_monitor; a granted role sees its
+# own database's.
 jb_psql_db postgres -q -o /dev/null -c "ALTER DATABASE app1 SET jobbuf.redis_url = 'redis://127.0.0.1:1/0'" \
   -c "SELECT pg_reload_conf()"
 check "app1's worker reports its unreachable Redis" jb_wait_until '[ -n "$(status_of app1 last_error)" ]' 15
 jb_sql "CREATE ROLE peeker LOGIN; GRANT jobbuf_producer TO peeker" >/dev/null
-peek() {  # peek DB: app1's last_error as peeker sees it from DB
+peek() {  # peek DB: app1's last_error and delivery counters as peeker sees them from DB
   psql -X -qtA -h "$JB_PGHOST" -p "$JB_PGPORT" -U peeker -d "$1" \
-    -c "SELECT coalesce(last_error, 'hidden') FROM jobbuf_worker_status() WHERE database = 'app1'"
+    -c "SELECT coalesce(last_error, 'hidden') || ' / ' || coalesce((wakeups + batches + delivered)::text, 'hidden')
+        FROM jobbuf_worker_status() WHERE database = 'app1'"
 }
-expect_eq "a role granted jobbuf does not see app1's error from $JB_DB" "$(peek "$JB_DB")" hidden
-expect_match "it sees it from app1 itself" "$(peek app1)" '127\.0\.0\.1:1'
+expect_eq "a role granted jobbuf does not see app1's error nor its delivery counters from $JB_DB" \
+  "$(peek "$JB_DB")" "hidden / hidden"
+expect_match "it sees them from app1 itself" "$(peek app1)" '127\.0\.0\.1:1.* / [0-9]+$'
 jb_sql "GRANT pg_monitor TO peeker" >/dev/null
-expect_match "a member of pg_monitor sees it from $JB_DB" "$(peek "$JB_DB")" '127\.0\.0\.1:1'
+expect_match "a member of pg_monitor sees them from $JB_DB" "$(peek "$JB_DB")" '127\.0\.0\.1:1.* / [0-9]+$'
 e2e_done

@@ -36,8 +36,8 @@ refused() {  # refused "what" "sql" "regex of the reason"
 }
 refused "http:// URL" "ALTER SYSTEM SET jobbuf.redis_url = 'http://x'" \
   'invalid value for parameter "jobbuf.redis_url".*unsupported Redis URL scheme'
-refused "redis+cluster:// URL (not supported yet)" "ALTER SYSTEM SET jobbuf.redis_url = 'redis+cluster://h:6379'" \
-  'unsupported Redis URL scheme "redis\+cluster"'
+refused "redis+cluster:// URL with a database other than 0" "ALTER SYSTEM SET jobbuf.redis_url = 'redis+cluster://h:6379/1'" \
+  'a Redis Cluster has only database 0'
 refused "Sentinel URL without a master name" "ALTER SYSTEM SET jobbuf.redis_url = 'redis+sentinel://h:26379'" \
   'must name the master'
 refused "port 0" "ALTER SYSTEM SET jobbuf.redis_url = 'redis://127.0.0.1:0/0'" 'invalid port'
@@ -57,21 +57,27 @@ expect_eq "none of the refused values reached postgresql.auto.conf" \
   "$(grep -c 'http://x\|:0/0\|70000\|batch_size\|poll_interval\|soon\|maybe' "$JB_PGDATA/postgresql.auto.conf")" 0
 
 # A bad value written straight into a configuration file is refused at reload (logged by the
-# postmaster); the worker keeps the old value and keeps delivering. (postgresql.auto.conf is read
-# last, so the line must go there to override the ALTER SYSTEM value above.)
+# postmaster). Postgres keeps the old value, but the file no longer names it: the worker stops
+# delivering (jobs stay staged, last_error says why) until a valid value is reloaded
+# (docs/configuration.md). (postgresql.auto.conf is read last, so the line must go there to
+# override the ALTER SYSTEM value above.)
 mark=$(log_mark)
 echo "jobbuf.redis_url = 'http://bad.example'" >>"$JB_PGDATA/postgresql.auto.conf"
 jb_sql "SELECT pg_reload_conf()" >/dev/null
 jb_wait_until '[ -n "$(log_since '"$mark"' | grep -E "jobbuf.redis_url")" ]' 15
-sleep 0.2
 expect_match "reload of a bad redis_url in a configuration file is logged with the reason" \
   "$(log_since "$mark" | grep -A1 -E 'jobbuf.redis_url' | head -n 2 | tr '\n' ' ')" 'invalid value for parameter "jobbuf.redis_url".*unsupported Redis URL'
-expect_eq "the effective redis_url is unchanged" "$(jb_sql "SHOW jobbuf.redis_url")" "redis://127.0.0.1:$EXTRA_REDIS_PORT/3"
+expect_eq "Postgres keeps the old redis_url" "$(jb_sql "SHOW jobbuf.redis_url")" "redis://127.0.0.1:$EXTRA_REDIS_PORT/3"
+check "the worker stops delivering and says why" \
+  jb_wait_until "jb_sql 'SELECT last_error FROM jobbuf_worker_status()' | grep -q 'jobbuf.redis_url in the server configuration was refused (unsupported Redis URL scheme'" 15
 jb_sql "SELECT jobbuf_stage('cfg', '{\"n\": 5}'::jsonb)" >/dev/null
-jb_wait_until '[ "$(redis-cli -p "$EXTRA_REDIS_PORT" -n 3 LLEN jobbuf:cfg)" = 4 ]' 15
-expect_eq "the worker keeps delivering with the old value" "$(redis-cli -p "$EXTRA_REDIS_PORT" -n 3 LINDEX jobbuf:cfg -1)" '{"n": 5}'
+expect_eq "the job stays staged" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs") $(redis-cli -p "$EXTRA_REDIS_PORT" -n 3 LLEN jobbuf:cfg)" "1 3"
 expect_eq "the worker is still running" "$(jb_sql "SELECT running FROM jobbuf_worker_status()")" t
 sed -i '$d' "$JB_PGDATA/postgresql.auto.conf"
+jb_sql "SELECT pg_reload_conf()" >/dev/null
+jb_wait_until '[ "$(redis-cli -p "$EXTRA_REDIS_PORT" -n 3 LLEN jobbuf:cfg)" = 4 ]' 15
+expect_eq "the line removed and reloaded: delivered with the old value" \
+  "$(redis-cli -p "$EXTRA_REDIS_PORT" -n 3 LINDEX jobbuf:cfg -1)" '{"n": 5}'
 
 # --- jobbuf.redis_url is superuser-only to read.
 jb_psql -q -o /dev/null -c "CREATE ROLE app LOGIN"

@@ -2,6 +2,10 @@
 # jobbuf_worker_status() and jobbuf_stats() report what the worker does: pid of the running
 # drain worker, database, Redis connection, wake-up / batch / delivered counters; jobbuf.enabled
 # = off idles the worker while staging continues. (not_preloaded.sh: the status without a worker.)
+# The status is the truth when it is read: redis_connected turns false on an idle worker as soon
+# as Redis goes away, and stays false while Redis refuses every command (NOAUTH: a password is
+# required and none is configured, which the one WARNING says); last_error clears when the problem
+# ends (last_error_at keeps when it was).
 source "$(dirname "$0")/tools/lib.sh"
 
 e2e_start "jobbuf.poll_interval = '30s'
@@ -41,5 +45,44 @@ if jb_wait_until '[ "$(jb_redis LLEN jobbuf:s)" = 76 ]' 15; then
 else
   fail "enabled = on again: not delivered within 15 s (the poll is 30 s)"
 fi
+
+# An outage while the worker idles (the poll is 30 s: nothing else wakes it).
+worker_idle || fail "the worker did not go back to sleep"
+mark=$(log_mark)
+stop_redis
+if jb_wait_until '[ "$(status redis_connected)" = f ]' 15; then
+  pass "Redis stopped: an idle worker's redis_connected turns false"
+else
+  fail "Redis stopped: redis_connected still says $(status redis_connected) on the idle worker"
+fi
+jb_restart_redis || fail "redis-server did not restart"
+jb_sql "SELECT jobbuf_stage('s', '{\"n\": 101}'::jsonb)" >/dev/null
+expect_list_reaches jobbuf:s 1 30 "Redis back (empty: it keeps no data): delivered"
+check "Redis back: redis_connected" jb_wait_until '[ "$(status redis_connected)" = t ]' 15
+expect_eq "Redis back: last_error cleared, last_error_at kept" \
+  "$(status "coalesce(last_error, '(null)') || ' ' || (last_error_at IS NOT NULL)")" "(null) true"
+
+# Redis requires a password and none is configured: every command is refused.
+worker_idle || fail "the worker did not go back to sleep"
+mark=$(log_mark)
+jb_redis CONFIG SET requirepass status-secret >/dev/null
+REDISCLI_AUTH=status-secret jb_redis CLIENT KILL TYPE normal SKIPME yes >/dev/null
+if jb_wait_until '[ "$(status redis_connected)" = f ]' 15; then
+  pass "NOAUTH: redis_connected is false"
+else
+  fail "NOAUTH: redis_connected still says $(status redis_connected)"
+fi
+check "NOAUTH: last_error says Redis requires a password" \
+  jb_wait_until "status last_error | grep -q 'requires a password'" 15
+say "last_error: $(status last_error)"
+noauth_log=$(log_since "$mark")
+expect_eq "NOAUTH: one WARNING says Redis requires a password" \
+  "$(count_lines 'WARNING: +jobbuf: .*requires a password' "$noauth_log")" 1
+expect_eq "NOAUTH: no WARNING about batches delivered twice" "$(count_lines 'delivered twice' "$noauth_log")" 0
+REDISCLI_AUTH=status-secret jb_redis CONFIG SET requirepass "" >/dev/null
+jb_sql "SELECT jobbuf_stage('s', '{\"n\": 102}'::jsonb)" >/dev/null
+expect_list_reaches jobbuf:s 2 45 "the password requirement lifted: delivered"
+check "the password requirement lifted: redis_connected" jb_wait_until '[ "$(status redis_connected)" = t ]' 15
+expect_eq "the password requirement lifted: last_error cleared" "$(status "coalesce(last_error, '(null)')")" "(null)"
 
 e2e_done

@@ -3,7 +3,9 @@
 # wrong, and the worker never notices: same pid before and after, and it still delivers.
 #   - ALTER SYSTEM SET with out-of-range numbers and malformed Redis URLs: ERROR, nothing written;
 #   - the same garbage written straight into postgresql.conf and reloaded: the server keeps the
-#     old value (and says so in its log), the worker keeps running with it.
+#     old values (and says so in its log), the worker keeps running with them, except that a
+#     refused jobbuf.redis_url stops delivery (jobs stay staged, last_error says why) until a
+#     valid one is reloaded (docs/configuration.md).
 source "$(dirname "$0")/tools/lib.sh"
 
 faults_start "" "jobbuf.poll_interval = '200ms'"
@@ -78,13 +80,15 @@ expect_eq "the old values stay in force" \
   "$(jb_sql "SELECT current_setting('jobbuf.batch_size') || ' ' || current_setting('jobbuf.poll_interval')")" "1000 200ms"
 grep -E 'jobbuf' <<<"$reload_log" | head -n 4 | sed -E 's/^[^]]*\] /    log: /'
 jb_sql "SELECT jobbuf_stage('g', '{\"n\": 1}')" >/dev/null
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:g)" = 1 ]' 15; then pass "the worker still delivers after the bad reload"; else fail "nothing delivered after the bad reload"; fi
+check "the refused jobbuf.redis_url stops delivery, and the status says why" \
+  jb_wait_until "jb_sql 'SELECT last_error FROM jobbuf_worker_status()' | grep -q 'jobbuf.redis_url in the server configuration was refused'" 15
+expect_eq "the job stays staged" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs") $(jb_redis LLEN jobbuf:g)" "1 0"
 cp "$JB_RUN/postgresql.conf.good" "$JB_PGDATA/postgresql.conf"
 jb_sql "SELECT pg_reload_conf()" >/dev/null
 sleep 0.5
 
 jb_sql "SELECT jobbuf_stage('g', '{\"n\": 2}')" >/dev/null
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:g)" = 2 ]' 15; then pass "the worker still delivers at the end"; else fail "the worker does not deliver at the end"; fi
+if jb_wait_until '[ "$(jb_redis LLEN jobbuf:g)" = 2 ]' 15; then pass "the good values reloaded: both jobs delivered"; else fail "the worker does not deliver at the end"; fi
 expect_eq "the drain worker kept its pid" "$(worker_pid)" "$pid_before"
 log=$(cat "$JB_RUN/postgres.log")
 expect_eq "no worker exit in the server log" "$(count_lines 'jobbuf (drain worker|launcher).*(exited|terminated)' "$log")" 0

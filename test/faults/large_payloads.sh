@@ -103,7 +103,9 @@ mark=$(log_mark)
 big_id=$(big_job)
 jb_sql "SELECT jobbuf_stage('big', '{\"small\": 2}')" >/dev/null
 expect_delivered "the small job behind it is delivered" jobbuf:big 1 10
-expect_eq "the big job is in jobbuf.dead" "$(jb_sql "SELECT id FROM jobbuf.dead WHERE queue = 'big'")" "$big_id"
+# The small job reaches Redis before the batch's transaction (which also moves the big one) commits.
+check "the big job is in jobbuf.dead" \
+  jb_wait_until "[ \"\$(jb_sql \"SELECT id FROM jobbuf.dead WHERE queue = 'big'\")\" = $big_id ]" 10
 say "its error: $(jb_sql "SELECT last_error FROM jobbuf.dead WHERE id = $big_id")"
 expect_eq "Redis closed the connection for it once, not in a loop" \
   "$(grep -c 'Protocol error' "$JB_RUN/redis/redis.log" || true)" 1
@@ -111,4 +113,22 @@ sleep 1
 expect_le "at most two warnings (the refusal, the dead letter)" \
   "$(count_lines 'WARNING: +jobbuf' "$(log_since "$mark")")" 2
 expect_eq "the worker kept its pid" "$(worker_pid)" "$pid"
+
+# --- proto-max-bulk-len lowered after the worker read it: one problem, at most three lines (the
+# refusal, its end, the dead letter)
+jb_psql -q -c "ALTER SYSTEM RESET jobbuf.redis_url" -c "SELECT pg_reload_conf()" >/dev/null
+jb_wait_until '[ -z "$(jb_redis CLIENT LIST | grep "user=jbuser")" ] && [ -n "$(jb_redis CLIENT LIST | grep "user=default.*name=jobbuf")" ]' 10
+jb_sql "SELECT jobbuf_stage('big', '{\"small\": 3}')" >/dev/null
+expect_delivered "the worker is connected as the default user again (it read the 4 MB limit)" jobbuf:big 2 10
+jb_redis CONFIG SET proto-max-bulk-len 2mb >/dev/null
+mark=$(log_mark)
+lowered_id=$(jb_sql "SELECT jobbuf_stage('big', jsonb_build_object('s', repeat('z', 3 * $MB)))")
+jb_sql "SELECT jobbuf_stage('big', '{\"small\": 4}')" >/dev/null
+expect_delivered "the small job behind it is delivered" jobbuf:big 3 10
+check "the 3 MB job is in jobbuf.dead" \
+  jb_wait_until "[ \"\$(jb_sql \"SELECT count(*) FROM jobbuf.dead WHERE id = $lowered_id\")\" = 1 ]" 10
+lowered_log=$(log_since "$mark" | grep 'jobbuf:')
+expect_le "at most three log lines for it" "$(grep -c . <<<"$lowered_log")" 3
+sed -E 's/^[^]]*\] /    log: /' <<<"$lowered_log"
+jb_redis CONFIG SET proto-max-bulk-len 4mb >/dev/null
 faults_done

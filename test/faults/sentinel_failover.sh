@@ -122,11 +122,7 @@ NEW_MASTER=$(redis-cli -p "$S1" SENTINEL get-master-addr-by-name "$MASTER_NAME" 
 say "the sentinels name 127.0.0.1:$NEW_MASTER as the master (the replica was $REPLICA)"
 FOUND=$JB_RUN/found
 redis-cli -p "$NEW_MASTER" LRANGE jobbuf:work 0 -1 | ruby -rjson -e 'STDIN.each_line { |l| puts JSON.parse(l)["n"] }' >"$FOUND"
-sort "$COMMITTED" >"$COMMITTED.sorted"
-sort -u "$FOUND" >"$FOUND.unique"
-lost=$(comm -23 "$COMMITTED.sorted" "$FOUND.unique" | wc -l)
-phantom=$(comm -13 "$COMMITTED.sorted" "$FOUND.unique" | wc -l)
-duplicated=$(( $(wc -l <"$FOUND") - $(wc -l <"$FOUND.unique") ))
+count_delivery "$COMMITTED" "$FOUND"
 say "committed $(wc -l <"$COMMITTED") jobs ($(wc -l <"$COMMITTED.live" 2>/dev/null || echo 0) by the live stager); the new master holds $(wc -l <"$FOUND")"
 say "lost $lost, duplicated $duplicated, phantom $phantom"
 say "jobbuf's WARNINGs during the failover: $(log_since "$MARK" | grep -E 'WARNING: +jobbuf:' | sed 's/.*WARNING: *jobbuf: //' | cut -c1-160 | paste -sd '|')"

@@ -68,6 +68,18 @@ TEST(ParseRedisUrl, AclUser)
     EXPECT_EQ(ep.password, "wonder");
 }
 
+// A user alone (its password from jobbuf.redis_password_file), as Redis Cloud's URLs are written.
+TEST(ParseRedisUrl, AclUserWithoutPassword)
+{
+    RedisEndpoint ep = parse_ok("rediss://default@redis-12345.example.com:12345");
+    EXPECT_EQ(ep.user, "default");
+    EXPECT_EQ(ep.password, "");
+    EXPECT_EQ(ep.port, 12345);
+    EXPECT_EQ(parse_ok("redis://te%40nant@h").user, "te@nant");
+    EXPECT_EQ(parse_ok("redis+sentinel://bob@a,b/m").user, "bob");
+    EXPECT_EQ(parse_ok("unix://bob@/tmp/r.sock").user, "bob");
+}
+
 TEST(ParseRedisUrl, PercentDecoding)
 {
     RedisEndpoint ep = parse_ok("redis://al%69ce:p%40ss%3Aw%2Frd%25%20x@h:7000");
@@ -112,7 +124,11 @@ TEST(ParseRedisUrl, UnixSocket)
 TEST(ParseRedisUrl, RefusesBadUrls)
 {
     EXPECT_NE(parse_error("http://localhost:6379").find("\"http\""), std::string::npos);
-    EXPECT_NE(parse_error("redis+cluster://h").find("\"redis+cluster\""), std::string::npos);
+    EXPECT_NE(parse_error("redis+cluster://h/1").find("only database 0"), std::string::npos);
+    parse_error("redis+cluster://");
+    parse_error("redis+cluster://a,,b");
+    parse_error("redis+cluster://a:0");
+    EXPECT_NE(parse_error("redis+clusters://h").find("\"redis+clusters\""), std::string::npos);
     EXPECT_NE(parse_error("redis+sentinel://h:26379").find("master"), std::string::npos);
     EXPECT_NE(parse_error("redis+sentinel://h:26379/").find("master"), std::string::npos);
     parse_error("redis+sentinel:///mymaster");
@@ -143,7 +159,7 @@ TEST(ParseRedisUrl, RefusesBadUrls)
     parse_error("redis://[zz::1]");
     parse_error("redis://:bad%zzescape@h");
     parse_error("redis://:bad%4@h");
-    parse_error("redis://user@h");
+    parse_error("redis://@h");
     parse_error("redis://user:@h");
     parse_error("unix://relative/path");
     parse_error("unix:///");
@@ -209,7 +225,7 @@ TEST(ParseRedisUrl, ErrorsNeverContainThePassword)
         "redis://:Sup3rSecretPw@h:0",          "redis://:Sup3rSecretPw@h:99999",
         "redis://:Sup3rSecretPw@h/x",          "redis://:Sup3rSecretPw@",
         "redis://u:Sup3rSecretPw@[::1",        "redis://:Sup3rSecretPw%zz@h",
-        "redis://Sup3rSecretPw@h",             "http://:Sup3rSecretPw@h",
+        "redis://@h:Sup3rSecretPw",            "http://:Sup3rSecretPw@h",
         "redis://:Sup3rSecretPw",              "redis://x:Sup3rSecretPw",
         "unix://:Sup3rSecretPw@/tmp/s?db=x",   "unix://:Sup3rSecretPw",
         "Sup3rSecretPw://h",                   "redis://h:Sup3rSecretPw/0",
@@ -245,7 +261,7 @@ TEST(RedactedUrl, RoundTripsThroughTheParser)
 {
     const char* urls[] = {"redis://al%20ice:pw@[fe80::1%25eth0]:7000/9", "redis://:pw@cache:1/0",
                           "redis://[::1]:6380/2", "unix://:pw@/tmp/x.sock?db=4", "unix:///tmp/y.sock",
-                          "rediss://u:pw@h:7/1", "rediss+sentinel://:pw@a:1,[::1]:2/m/5"};
+                          "rediss://u:pw@h:7/1", "rediss+sentinel://:pw@a:1,[::1]:2/m/5", "rediss://default@h:7/1"};
     for (const char* url : urls) {
         RedisEndpoint ep = parse_ok(url);
         RedisEndpoint back = parse_ok(ep.redacted().c_str());

@@ -18,12 +18,14 @@ namespace {
 
 class MinReplicasTest : public ::testing::Test {
 protected:
-    void configure(int min_replicas)
+    // timeout_ms bounds how long WAIT waits for replicas: short where no replica can answer, long
+    // where one must (a loaded machine may take a while to acknowledge).
+    void configure(int min_replicas, long timeout_ms = 300)
     {
         std::string url = master_.url();
         SessionSettings settings;
         settings.redis_url = url.c_str();
-        settings.timeout_ms = 300;
+        settings.timeout_ms = timeout_ms;
         settings.client_name = "jobbuf-unit-min-replicas";
         settings.min_replicas = min_replicas;
         ASSERT_EQ(drain_session_configure(session_.get(), settings).status, SessionReport::Status::Ok);
@@ -94,6 +96,7 @@ TEST_F(MinReplicasTest, UnacknowledgedUnitIsNotDeliveredAndItsMarkerNotTrusted)
     EXPECT_NE(last_message_.find("confirming the delivery marker"), std::string::npos) << last_message_;
     // ... until a replica has it.
     ASSERT_TRUE(start_replica());
+    configure(1, 10000);
     EXPECT_EQ(marker_count(), 3) << last_message_;
     report = deliver(4, 2);
     EXPECT_EQ(report.status, SessionReport::Status::Ok) << report.message;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The upgrade a user runs, with jobs in every state: an earlier release (library and SQL built from
-# git history, exactly what its users run: JB_FROM=1.0 builds commit 26da9a3, the default;
-# JB_FROM=1.1 commit 5b86380, see jobs_in_flight_from_1.1.sh) holds waiting, paused, scheduled,
+# git history, exactly what its users run: JB_FROM=1.0, the default, or JB_FROM=1.1, see
+# jobs_in_flight_from_1.1.sh and tools/releases.sh) holds waiting, paused, scheduled,
 # unique-keyed, claimed, failed, dead and archived jobs; then the current build is installed and
 # Postgres restarted (the new library on the old SQL: no crash loop, one log line asking for the
 # update, staging still works and loses nothing); then ALTER EXTENSION jobbuf UPDATE: every job
@@ -10,30 +10,13 @@
 # a fresh install's.
 source "$(dirname "$0")/../e2e/tools/lib.sh"
 ROOT=$E2E_ROOT
+source "$(dirname "$0")/tools/releases.sh"
 FROM=${JB_FROM:-1.0}
-case $FROM in
-  1.0) FROM_COMMIT=26da9a3 ;;
-  1.1) FROM_COMMIT=5b86380 ;;
-  *) fail "JB_FROM=$FROM: no such release"; e2e_done ;;
-esac
 CURRENT=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$ROOT/jobbuf.control")
 
 # Whatever happens, the current build is what stays installed for the suites that follow.
-reinstall_current() { make -C "$ROOT" -s install >/dev/null 2>&1; }
-finish() { e2e_cleanup; reinstall_current; }
-
-OLD=$(mktemp -d /tmp/jobbuf-$FROM.XXXXXX)
-if git -C "$ROOT" cat-file -e $FROM_COMMIT^{commit} 2>/dev/null; then
-  git -C "$ROOT" archive $FROM_COMMIT | tar -x -C "$OLD"
-  say "building jobbuf $FROM from commit $FROM_COMMIT"
-  if ! make -C "$OLD" -s >"$OLD/build.log" 2>&1 || ! make -C "$OLD" -s install >>"$OLD/build.log" 2>&1; then
-    tail -n 20 "$OLD/build.log"; fail "jobbuf $FROM builds and installs"; rm -rf "$OLD"; reinstall_current; e2e_done
-  fi
-else
-  fail "git history with commit $FROM_COMMIT is needed to build jobbuf $FROM (a shallow clone?)"
-  rm -rf "$OLD"; e2e_done
-fi
-rm -rf "$OLD"
+finish() { e2e_cleanup; install_current; }
+install_release "$FROM" || { install_current; e2e_done; }
 
 e2e_start "jobbuf.poll_interval = '30s'"
 trap finish EXIT

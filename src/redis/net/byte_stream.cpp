@@ -15,6 +15,8 @@ RedisStatus open_byte_stream(const RedisEndpoint& endpoint, const IoDeadline& de
     stream->reset();
     if (endpoint.kind == RedisEndpoint::Kind::Sentinel)
         return io_failure(RedisStatus::Code::ConnectFailed, "a Sentinel endpoint must be located before connecting");
+    if (endpoint.kind == RedisEndpoint::Kind::Cluster)
+        return io_failure(RedisStatus::Code::ConnectFailed, "a Cluster endpoint connects to its nodes one by one");
     if (endpoint.tls) return open_tls_stream(endpoint, deadline, waiter, stream);
     int fd = -1;
     RedisStatus st = connect_socket(endpoint, deadline, waiter, &fd);

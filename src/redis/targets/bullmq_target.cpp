@@ -55,6 +55,12 @@ public:
 
     TargetKind kind() const override { return TargetKind::Bullmq; }
     const TargetTraits& traits() const override { return kBullmqTraits; }
+    std::vector<std::string> written_keys() const override
+    {
+        std::vector<std::string> keys;
+        for (const char* key : kScriptKeys) keys.push_back(base_ + key);
+        return keys;
+    }
 
     // The opts argument (the largest besides data and name, both parts of the payload) carries
     // at most the payload's opts plus jobbuf's own fields.

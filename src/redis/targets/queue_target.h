@@ -20,6 +20,9 @@ public:
     virtual TargetKind kind() const = 0;
     virtual const TargetTraits& traits() const = 0;
 
+    // The keys its units write (a Redis Cluster serves a unit only when they share one slot).
+    virtual std::vector<std::string> written_keys() const = 0;
+
     // At least as many bytes as any job's bulk string carries beyond its payload: lets the size
     // check skip the exact size (bulk_size) for jobs far below the limit.
     virtual std::size_t bulk_overhead_bound() const { return 0; }

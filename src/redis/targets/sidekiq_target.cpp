@@ -28,6 +28,11 @@ public:
 
     TargetKind kind() const override { return TargetKind::Sidekiq; }
     const TargetTraits& traits() const override { return kSidekiqTraits; }
+    std::vector<std::string> written_keys() const override
+    {
+        const std::string& ns = options_.namespace_prefix;
+        return {ns + "queues", ns + "queue:" + options_.sidekiq_queue, ns + "schedule"};
+    }
 
     std::size_t bulk_overhead_bound() const override { return sidekiq_head_bound(options_); }
 

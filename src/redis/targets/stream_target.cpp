@@ -26,6 +26,7 @@ public:
     StreamTarget(std::string key, long long maxlen) : key_(std::move(key)), maxlen_(maxlen) {}
 
     TargetKind kind() const override { return TargetKind::Stream; }
+    std::vector<std::string> written_keys() const override { return {key_}; }
     const TargetTraits& traits() const override { return kStreamTraits; }
 
     void plan_pushes(const std::vector<StagedJob>& jobs, const SkippedJobs& skip, double,

@@ -12,6 +12,9 @@
 // It prints "ready" once the Worker is connected and waiting for jobs, and closes the Worker
 // (letting running jobs finish) and exits 0 on SIGTERM or SIGINT.
 //
+// A redis+cluster://host:port,host:port URL connects through ioredis's Cluster client (the queue's
+// prefix or name must then carry a {hash tag}, as BullMQ requires on a cluster).
+//
 //   node bullmq_worker.js --url redis://127.0.0.1:PORT/0 --queue mail --out ran.jsonl
 //        [--prefix bull] [--concurrency 4] [--fail-names a,b] [--lock-ms 30000] [--stalled-ms 30000]
 // --lock-ms / --stalled-ms: BullMQ's lockDuration and stalledInterval (its defaults: 30 s), shorter
@@ -22,6 +25,7 @@
 
 const fs = require('fs');
 const { Worker } = require('bullmq');
+const IORedis = require('ioredis');
 
 function parseArgs(argv) {
   const opts = {
@@ -43,6 +47,13 @@ function parseArgs(argv) {
 }
 
 function connectionFromUrl(url) {
+  if (url.startsWith('redis+cluster://')) {
+    const nodes = url.slice('redis+cluster://'.length).split('/')[0].split(',').map((hp) => {
+      const [host, port] = hp.split(':');
+      return { host, port: Number(port || 6379) };
+    });
+    return new IORedis.Cluster(nodes, { redisOptions: { maxRetriesPerRequest: null } });
+  }
   const u = new URL(url);
   return {
     host: u.hostname,

@@ -77,4 +77,15 @@ children_named() {
   ps -o pid=,args= --ppid "$pm" 2>/dev/null | grep -F -- "$1" | awk '{print $1}'
 }
 
+# count_delivery COMMITTED FOUND: compares the job numbers committed in Postgres (file
+# COMMITTED, one a line) with those Redis holds (file FOUND, one a line per element): sets lost
+# (committed, not in Redis), duplicated (in Redis twice) and phantom (in Redis, never committed).
+count_delivery() {
+  sort "$1" >"$1.sorted"
+  sort -u "$2" >"$2.unique"
+  lost=$(comm -23 "$1.sorted" "$2.unique" | wc -l)
+  phantom=$(comm -13 "$1.sorted" "$2.unique" | wc -l)
+  duplicated=$(( $(wc -l <"$2") - $(wc -l <"$2.unique") ))
+}
+
 faults_done() { checks_done; }

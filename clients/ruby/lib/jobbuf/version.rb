@@ -1,4 +1,4 @@
 # The version of the jobbuf gem (the Ruby client of the jobbuf PostgreSQL extension).
 module Jobbuf
-  VERSION = "1.1.0"
+  VERSION = "1.2.0"
 end

@@ -6,6 +6,7 @@ require "active_job"
 require "active_record"
 require "jobbuf/active_job/sidekiq_payload"
 require "jobbuf/active_job/stager"
+require "jobbuf/active_job/deferred_enqueue_error"
 
 module ActiveJob
   module QueueAdapters
@@ -20,10 +21,12 @@ module ActiveJob
       end
 
       def enqueue(job)
+        refuse_deferred(job)
         stage_one(job, nil)
       end
 
       def enqueue_at(job, timestamp)
+        refuse_deferred(job)
         stage_one(job, timestamp)
       end
 
@@ -32,18 +35,28 @@ module ActiveJob
       def enqueue_all(jobs)
         return 0 if jobs.empty?
 
+        jobs.each { |job| refuse_deferred(job) }
         ids = @stager.stage_many(jobs.map { |job| [job.queue_name, payload(job), job.scheduled_at] })
         jobs.zip(ids) { |job, id| staged(job, id) }
         jobs.size
       end
 
-      # Rails 7.2 would otherwise defer the enqueue to after the commit, which is what jobbuf
-      # makes unnecessary (and would lose the job if the process died in between).
+      # Rails 7.2 asks the adapter whether to defer the enqueue of job classes left at
+      # enqueue_after_transaction_commit :default until the transaction commits: no, the job is
+      # staged inside it (deferring would lose it if the process died between commit and enqueue).
       def enqueue_after_transaction_commit?
         false
       end
 
       private
+
+      # A job class set to enqueue after the commit (Rails 7.2 :always; Rails 8 true, 8.2's
+      # default) reaches the adapter outside the caller's transaction: refused, every time, so
+      # that it shows in the first test run instead of losing jobs to crashes in production.
+      def refuse_deferred(job)
+        setting = ::Jobbuf::ActiveJob::DeferredEnqueueError.setting_of(job.class)
+        raise ::Jobbuf::ActiveJob::DeferredEnqueueError.new(job.class, setting) if setting
+      end
 
       def stage_one(job, run_at_epoch)
         staged(job, @stager.stage(job.queue_name, payload(job), run_at_epoch))

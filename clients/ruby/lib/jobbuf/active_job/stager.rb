@@ -1,8 +1,11 @@
 # Stages Sidekiq payloads with jobbuf_stage on an ActiveRecord connection: the statement runs in
 # whatever transaction that connection has open (the caller's `transaction do ... end`), or in its
-# own when none is. Payloads and times travel as bind parameters, never inside the SQL text.
+# own when none is. Payloads and times travel as bind parameters, never inside the SQL text; their
+# JSON is Jobbuf::JsonText's (a NUL character is refused before any statement, large Floats stay
+# Floats).
 require "json"
 require "active_record"
+require "jobbuf/json_text"
 require "jobbuf/active_job/unknown_queue_error"
 
 module Jobbuf
@@ -17,26 +20,40 @@ module Jobbuf
                    "FROM pg_catalog.jsonb_array_elements($1::jsonb) WITH ORDINALITY AS staged(job, n) " \
                    "ORDER BY n".freeze
 
+      # One plain Sidekiq job: the jobbuf queue is the one that delivers into the Sidekiq queue $1
+      # (jobbuf_queue_for, whose error names the jobbuf_create_queue call to make).
+      STAGE_SIDEKIQ = "SELECT jobbuf_stage(jobbuf_queue_for('sidekiq', $1::text), $2::jsonb, " \
+                      "pg_catalog.to_timestamp($3::float8))".freeze
+
       def initialize(connection_class)
         @connection_class = connection_class
       end
 
       # Returns the jobbuf id of the staged job.
       def stage(queue, payload, run_at_epoch)
-        rows = execute(STAGE_ONE, [queue.to_s, JSON.generate(payload), epoch_text(run_at_epoch)])
+        rows = execute(STAGE_ONE, [queue.to_s, JsonText.generate(payload), epoch_text(run_at_epoch)])
         Integer(rows.first.first)
+      end
+
+      # A plain Sidekiq job for the Sidekiq queue sidekiq_queue. Returns its jobbuf id.
+      def stage_sidekiq(sidekiq_queue, payload, run_at_epoch)
+        rows = execute(STAGE_SIDEKIQ, [sidekiq_queue.to_s, JsonText.generate(payload), epoch_text(run_at_epoch)])
+        Integer(rows.first.first)
+      end
+
+      def connection
+        @connection_class.connection
       end
 
       # jobs: [[queue, payload, run_at epoch or nil], ...]. Returns their jobbuf ids, in order.
       def stage_many(jobs)
         batch = jobs.map { |queue, payload, run_at_epoch| [queue.to_s, payload, epoch_text(run_at_epoch)] }
-        execute(STAGE_MANY, [JSON.generate(batch)]).map { |row| Integer(row.first) }
+        execute(STAGE_MANY, [JsonText.generate(batch)]).map { |row| Integer(row.first) }
       end
 
       private
 
       def execute(sql, binds)
-        connection = @connection_class.connection
         connection.exec_query(sql, "jobbuf_stage", binds, prepare: true).rows
       rescue ::ActiveRecord::StatementInvalid => e
         queue = UnknownQueueError.queue_named_by(e)

@@ -1,0 +1,38 @@
+# Earlier releases of jobbuf, built from git history exactly as their users run them (sourced by
+# the upgrade scripts). A release is built once per machine and commit (kept under
+# ${TMPDIR:-/tmp}/jobbuf-release-<commit>), then installed over the current build; the caller puts
+# the current build back with install_current.
+#   install_release VERSION   # 1.0 (commit 26da9a3) or 1.1 (commit 5b86380); false on failure
+#   install_current
+
+release_commit() {
+  case $1 in
+    1.0) echo 26da9a3 ;;
+    1.1) echo 5b86380 ;;
+    *) return 1 ;;
+  esac
+}
+
+install_release() {
+  local commit dir
+  commit=$(release_commit "$1") || { fail "no release $1"; return 1; }
+  if ! git -C "$E2E_ROOT" cat-file -e "$commit^{commit}" 2>/dev/null; then
+    fail "git history with commit $commit is needed to build jobbuf $1 (a shallow clone?)"
+    return 1
+  fi
+  dir=${TMPDIR:-/tmp}/jobbuf-release-$commit-$(pg_config --version | tr -dc '0-9.')
+  if [ ! -f "$dir/.built" ]; then
+    rm -rf "$dir" && mkdir -p "$dir"
+    git -C "$E2E_ROOT" archive "$commit" | tar -x -C "$dir"
+    say "building jobbuf $1 from commit $commit"
+    if ! make -C "$dir" -s >"$dir/build.log" 2>&1; then
+      tail -n 20 "$dir/build.log"; fail "jobbuf $1 builds"; return 1
+    fi
+    touch "$dir/.built"
+  fi
+  make -C "$dir" -s install >>"$dir/build.log" 2>&1 || { fail "jobbuf $1 installs"; return 1; }
+}
+
+install_current() {
+  make -C "$E2E_ROOT" -s install >/dev/null 2>&1
+}
