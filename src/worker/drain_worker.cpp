@@ -166,6 +166,33 @@ void connection_lost(void)
     state->reconcile_needed = true;
 }
 
+// Acts on the report of a session call the worker made (pending database errors raised first):
+// true when it is Ok; otherwise the failure is reported (a bad setting, the lease held by another
+// cluster, a Redis failure) and the caller stops this round.
+bool session_call_succeeded(const SessionReport& report)
+{
+    if (!run_guarded([] { state->ctx.waiter->raise_pending(); })) {  // see latch_io_waiter.h
+        database_failed();
+        return false;
+    }
+    switch (report.status) {
+    case SessionReport::Status::Ok:
+        return true;
+    case SessionReport::Status::Interrupted:
+        return false;
+    case SessionReport::Status::BadConfig:
+        report_problem(ProblemKind::Settings, state->config_problem[0] != '\0' ? state->config_problem : report.message);
+        delay_redis_attempts(kMaxBackoffMs);
+        return false;
+    case SessionReport::Status::Held:
+        lease_held_elsewhere(report.message);
+        return false;
+    default:
+        redis_failed(state->ctx.session, report.message);
+        return false;
+    }
+}
+
 bool ensure_redis(void)
 {
     bool fresh = false;
@@ -173,25 +200,8 @@ bool ensure_redis(void)
         pgstat_report_activity(STATE_RUNNING, "jobbuf: connecting to Redis");
     SessionReport report = jobbuf::redis::drain_session_connect(state->ctx.session, *state->ctx.waiter, &fresh);
     pgstat_report_activity(STATE_IDLE, nullptr);
-    if (!run_guarded([] { state->ctx.waiter->raise_pending(); })) {  // see latch_io_waiter.h
-        database_failed();
+    if (!session_call_succeeded(report))
         return false;
-    }
-    if (report.status == SessionReport::Status::Interrupted)
-        return false;
-    if (report.status == SessionReport::Status::BadConfig) {
-        report_problem(ProblemKind::Settings, state->config_problem[0] != '\0' ? state->config_problem : report.message);
-        delay_redis_attempts(kMaxBackoffMs);
-        return false;
-    }
-    if (report.status == SessionReport::Status::Held) {
-        lease_held_elsewhere(report.message);
-        return false;
-    }
-    if (report.status != SessionReport::Status::Ok) {
-        redis_failed(state->ctx.session, report.message);
-        return false;
-    }
     if (fresh) {
         state->lease_kept_at = GetCurrentTimestamp();  // connecting took the lease
         state->lease_held_since = 0;
@@ -308,20 +318,8 @@ bool keep_lease(void)
     if (!TimestampDifferenceExceeds(state->lease_kept_at, now, static_cast<int>(lease_refresh_ms())))
         return true;
     SessionReport report = jobbuf::redis::drain_session_keep_lease(state->ctx.session, *state->ctx.waiter);
-    if (!run_guarded([] { state->ctx.waiter->raise_pending(); })) {
-        database_failed();
+    if (!session_call_succeeded(report))
         return false;
-    }
-    if (report.status == SessionReport::Status::Interrupted)
-        return false;
-    if (report.status == SessionReport::Status::Held) {
-        lease_held_elsewhere(report.message);
-        return false;
-    }
-    if (report.status != SessionReport::Status::Ok) {
-        redis_failed(state->ctx.session, report.message);
-        return false;
-    }
     state->lease_kept_at = now;
     state->lease_held_since = 0;
     return true;

@@ -11,7 +11,6 @@ extern "C" {
 namespace {
 
 constexpr int kRepeatAfterMs = 60 * 1000;
-constexpr int kKinds = 4;
 
 struct ProblemSlot {
     bool active;
@@ -19,7 +18,7 @@ struct ProblemSlot {
     TimestampTz logged_at;
 };
 
-ProblemSlot slots[kKinds];
+ProblemSlot slots[kProblemKinds];
 
 }  // namespace
 

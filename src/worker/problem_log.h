@@ -7,6 +7,7 @@
 // Settings: a Redis setting that cannot be used (refused, unreadable password file); Target: a
 // queue whose target the Redis in use cannot carry (a Cluster).
 enum class ProblemKind { Redis, Database, Config, Settings, Target };
+constexpr int kProblemKinds = static_cast<int>(ProblemKind::Target) + 1;  // keep Target last
 
 // Reports a problem at WARNING (see above); always recorded in jobbuf_worker_status().last_error.
 void report_problem(ProblemKind kind, const char* message);
