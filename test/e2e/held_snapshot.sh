@@ -158,4 +158,9 @@ fi
 tx_close ROLLBACK
 expect_eq "every job delivered once" "$(jb_redis LRANGE jobbuf:flow 0 -1 | sort -u | wc -l)" $(((ROUNDS + 16) * PER_ROUND))
 expect_eq "only the scheduled, unique, backoff and held jobs remain" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 4
+
+# docs/storage.md's monitoring queries run as written.
+awk '/^```sql/ { f = 1; next } /^```/ { f = 0 } f' "$E2E_ROOT/docs/storage.md" >"$JB_RUN/storage_docs.sql"
+check "docs/storage.md has its monitoring queries" test "$(grep -c '^SELECT' "$JB_RUN/storage_docs.sql")" -ge 3
+jb_psql -q -o /dev/null -f "$JB_RUN/storage_docs.sql" && pass "docs/storage.md's sql blocks run" || fail "docs/storage.md's sql blocks fail"
 e2e_done
