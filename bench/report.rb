@@ -79,6 +79,21 @@ if num(r["lat_idle_p50"])
     add.("latency @#{rate}/s max (ms)", num(r["lat_#{rate}_max"]), "", nil, nil, "", nil)
   end
 end
+# Held snapshot (docs/storage.md): the same single-job load without and with a snapshot held.
+(1..9).each do |k|
+  next unless num(r["snap_s#{k}held_p50"]) && num(r["snap_s#{k}none_p50"])
+  n, h = "snap_s#{k}none", "snap_s#{k}held"
+  tag = "snapshot #{r["snap_s#{k}_rate"]}/s, hold #{r["snap_s#{k}_hold"]}"
+  np99, hp99 = num(r["#{n}_p99"]), num(r["#{h}_p99"])
+  add.("#{tag}: p50 / p99 (ms)", "#{fmt(num(r["#{h}_p50"]))} / #{fmt(hp99)}", "no snapshot", "#{fmt(num(r["#{n}_p50"]))} / #{fmt(np99)}",
+       np99 > 0 ? hp99 / np99 : nil, "p99 within 2x", np99 > 0 ? hp99 <= 2 * np99 : nil)
+  add.("#{tag}: max latency (ms)", num(r["#{h}_max"]), "no snapshot", num(r["#{n}_max"]), nil, "< 100 ms", num(r["#{h}_max"]) < 100)
+  hb, nb = num(r["#{h}_max_bytes"]) / 1024, num(r["#{n}_max_bytes"]) / 1024
+  add.("#{tag}: largest jobbuf.jobs (kB)", hb, "no snapshot", nb, nb > 0 ? hb / nb : nil, "within 4x", nb > 0 ? hb <= 4 * nb : nil)
+  add.("#{tag}: most dead tuples", num(r["#{h}_max_dead"]), "no snapshot", num(r["#{n}_max_dead"]), nil, "(info)", nil)
+  add.("#{tag}: rotations", r["#{h}_rotations"].to_s, "no snapshot", r["#{n}_rotations"].to_s, nil, "(info)", nil)
+  add.("#{tag}: catch-up after release (ms)", r["#{h}_catchup_ms"].to_s, "no snapshot", r["#{n}_catchup_ms"].to_s, nil, "(info)", nil)
+end
 if num(r["sustain_normal_rate"])
   rate = r["sustain_rate"]
   %w[normal held].each do |l|

@@ -14,7 +14,12 @@
 #   BENCH_SUSTAIN_SECONDS [60]     each sustained run (normal, then with a held transaction; 600 for the full run)
 #   BENCH_SUSTAIN_RATE []          jobs/s offered in the sustained runs [70% of what staging and drain sustain together]
 #   BENCH_FSYNC [off]              fsync of the benchmark cluster (synchronous_commit is always on)
-#   BENCH_PHASES [drain staging latency sustain activejob redisprod cluster frameworks databases clients]   a subset to run; add "profile" for a perf profile
+#   BENCH_SNAPSHOT_SECONDS [60]    each run of the "snapshot" phase, with and without a snapshot held (600: the 10-minute runs)
+#   BENCH_SNAPSHOT_RUNS [800:120 2000:all 2000:dump 70%:all]   RATE:HOLD pairs of the "snapshot" phase: single-job
+#                                  transactions at RATE jobs/s (70%: of the measured single-job staging rate),
+#                                  HOLD a REPEATABLE READ snapshot held for N s at a time, the whole run (all),
+#                                  or pg_dump's lock on jobbuf.jobs (dump: ACCESS SHARE held with the snapshot)
+#   BENCH_PHASES [drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients]   a subset to run; add "profile" for a perf profile
 #   BENCH_AJ_SECONDS [5] BENCH_AJ_ROUNDS [2]   each run and the rounds of the activejob phase
 #   BENCH_REDISPROD_JOBS [BENCH_JOBS/4]  jobs per drain of the redisprod phase (TLS vs plain, min_replicas)
 #   BENCH_CLUSTER_JOBS [BENCH_JOBS/4]    jobs per drain of the cluster phase (3-master Redis Cluster vs one Redis)
@@ -39,7 +44,9 @@ BENCH_LAT_SECONDS=${BENCH_LAT_SECONDS:-10}
 BENCH_SUSTAIN_SECONDS=${BENCH_SUSTAIN_SECONDS:-60}
 BENCH_SUSTAIN_RATE=${BENCH_SUSTAIN_RATE:-}
 BENCH_FSYNC=${BENCH_FSYNC:-off}
-BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain activejob redisprod cluster frameworks databases clients}
+BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients}
+BENCH_SNAPSHOT_SECONDS=${BENCH_SNAPSHOT_SECONDS:-60}
+BENCH_SNAPSHOT_RUNS=${BENCH_SNAPSHOT_RUNS:-800:120 2000:all 2000:dump 70%:all}
 BENCH_DB_JOBS=${BENCH_DB_JOBS:-500000}
 BENCH_DB_COUNT=${BENCH_DB_COUNT:-50}
 BENCH_BUILD=${BENCH_BUILD:-1}
@@ -397,6 +404,75 @@ phase_sustain() {
   jb_redis unlink jobbuf:bench_bg >/dev/null
 }
 
+# --- 4b. held snapshot: the same load with and without a snapshot held, side by side ----------
+# hold_snapshots HOLD SECONDS (run in the background): REPEATABLE READ snapshots held HOLD seconds
+# at a time, back to back (all: the whole run; dump: the whole run, with pg_dump's ACCESS SHARE on
+# jobbuf.jobs) until SECONDS have passed.
+hold_snapshots() {
+  local hold=$1 seconds=$2 lock="" end left
+  [ "$hold" = dump ] && lock="LOCK TABLE jobbuf.jobs IN ACCESS SHARE MODE;"
+  if [ "$hold" = all ] || [ "$hold" = dump ]; then hold=$seconds; fi
+  end=$((SECONDS + seconds))
+  while [ $SECONDS -lt "$end" ]; do
+    left=$((end - SECONDS)); [ "$left" -lt "$hold" ] && hold=$left
+    psql -X -q -o /dev/null -v ON_ERROR_STOP=1 -c "BEGIN ISOLATION LEVEL REPEATABLE READ" \
+      -c "SELECT count(*) FROM bench.analytics; $lock" -c "SELECT pg_sleep($hold)" -c "COMMIT" || return 1
+  done
+}
+
+snapshot_run() {  # snapshot_run LABEL RATE HOLD (HOLD none: no snapshot)
+  local label=$1 rate=$2 hold=$3 latfile=$JB_RUN/latency_$1.txt pgb_out=$JB_RUN/pgbench_$1.out
+  local lat_pid pgb_pid hold_pid="" line tps t0
+  : >"$latfile"
+  "$LATENCY_PROBE" bench_lat jobbuf:bench_lat "$JB_REDIS_PORT" --seconds "$BENCH_SNAPSHOT_SECONDS" --interval-ms 20 --out "$latfile" >/dev/null &
+  lat_pid=$!; BG_PIDS+=("$lat_pid")
+  if [ "$hold" != none ]; then
+    hold_snapshots "$hold" "$BENCH_SNAPSHOT_SECONDS" >"$JB_RUN/hold_$label.out" 2>&1 &
+    hold_pid=$!; BG_PIDS+=("$hold_pid")
+  fi
+  pgbench -n -M prepared -c 4 -j 2 -R "$rate" -T "$BENCH_SNAPSHOT_SECONDS" -f bench/pgbench/bg_stage.sql >"$pgb_out" 2>&1 &
+  pgb_pid=$!; BG_PIDS+=("$pgb_pid")
+  ruby bench/sustain_sampler.rb "$label" "$BENCH_SNAPSHOT_SECONDS" 5 "$WORKER_PID" "$latfile" jobbuf:bench_bg | tee "$JB_RUN/snapshot_$label.out"
+  wait "$pgb_pid" || { cat "$pgb_out" >&2; fail "snapshot pgbench ($label)"; }
+  wait "$lat_pid" || fail "latency probe ($label)"
+  [ -z "$hold_pid" ] || wait "$hold_pid" || { cat "$JB_RUN/hold_$label.out" >&2; fail "the held snapshot's session failed ($label)"; }
+  t0=$(date +%s%N)
+  wait_queue_empty bench_bg 300 || echo "(backlog not drained 300 s after the run)"
+  tps=$(awk '/^tps = / { printf "%.0f\n", $3; exit }' "$pgb_out")
+  echo "$label: offered $rate jobs/s, pgbench achieved $tps; caught up $(( ($(date +%s%N) - t0) / 1000000 )) ms after the run (and its snapshot) ended"
+  result "snap_${label}_offered" "$tps"
+  result "snap_${label}_catchup_ms" "$(( ($(date +%s%N) - t0) / 1000000 ))"
+  line=$(grep '^RESULT ' "$JB_RUN/snapshot_$label.out" | sed 's/^RESULT //')
+  for kv in $line; do echo "snap_$kv" >>"$RESULTS"; done
+  jb_redis unlink jobbuf:bench_bg >/dev/null
+}
+
+compact_jobs() {  # every run starts from the same small table (the drain phase leaves it large)
+  jb_sql "VACUUM (FULL, ANALYZE) jobbuf.jobs" >/dev/null
+  jb_sql "CHECKPOINT" >/dev/null
+}
+
+phase_snapshot() {
+  worker_enabled on
+  jb_sql "CREATE TABLE IF NOT EXISTS bench.analytics AS SELECT 1 AS n" >/dev/null
+  local run rate hold max k=0
+  for run in $BENCH_SNAPSHOT_RUNS; do
+    rate=${run%%:*} hold=${run#*:} k=$((k + 1))
+    if [ "$rate" = "70%" ]; then
+      max=$(awk -F= '$1 == "stage_one_jobbuf" && $2 > m { m = $2 } END { print m }' "$RESULTS")
+      [ -n "$max" ] || { echo "snapshot run $run skipped: 70% needs the staging phase's single-job rate"; continue; }
+      rate=$(awk -v m="$max" 'BEGIN { printf "%.0f", 0.7 * m }')
+    fi
+    say "held snapshot $k: $rate single-job transactions/s for ${BENCH_SNAPSHOT_SECONDS}s, without and with a snapshot held ($hold)"
+    compact_jobs
+    snapshot_run "s${k}none" "$rate" none
+    compact_jobs
+    snapshot_run "s${k}held" "$rate" "$hold"
+    result "snap_s${k}_rate" "$rate"
+    result "snap_s${k}_hold" "$hold"
+  done
+}
+
 # --- optional: perf profile of the worker during a drain --------------------------------------
 phase_profile() {
   command -v perf >/dev/null && perf stat -e instructions true >/dev/null 2>&1 \
@@ -686,6 +762,7 @@ has_phase drain && phase_drain
 has_phase staging && { say "staging cost (pgbench -M prepared, 8 clients, ${BENCH_STAGE_SECONDS}s per run, worker running)"; phase_staging; }
 has_phase latency && phase_latency
 has_phase sustain && phase_sustain
+has_phase snapshot && phase_snapshot
 has_phase profile && phase_profile
 has_phase activejob && phase_activejob
 has_phase redisprod && phase_redisprod

@@ -1,6 +1,6 @@
 # Samples the drain under sustained load every INTERVAL seconds for DURATION seconds and prints
 # one row per sample: size of jobbuf.jobs (heap + indexes), its dead and (approximate) live tuples,
-# autovacuum runs, jobs delivered in the window, the worker's RSS (VmRSS and RssAnon from
+# autovacuum runs, storage rotations (a new file for jobbuf.jobs), jobs delivered in the window, the worker's RSS (VmRSS and RssAnon from
 # /proc/<pid>/status) and the commit-to-Redis latency of the window (read from the latency
 # probe's --out file). Ends with a verdict line per series and a machine-readable "RESULT" line.
 #
@@ -29,7 +29,7 @@ def pct(sorted, p) = sorted.empty? ? nil : sorted[((sorted.size - 1) * p).floor]
 def sample(pg, pid)
   r = pg.exec(<<~SQL)[0]
     SELECT pg_total_relation_size('jobbuf.jobs') AS bytes, s.n_dead_tup AS dead, s.n_live_tup AS live,
-           s.autovacuum_count AS autovacuums, w.delivered
+           s.autovacuum_count AS autovacuums, w.delivered, pg_relation_filenode('jobbuf.jobs') AS filenode
     FROM pg_stat_user_tables s, jobbuf_worker_status() w
     WHERE s.relid = 'jobbuf.jobs'::regclass
   SQL
@@ -58,6 +58,7 @@ puts format("%-6s %7s %10s %9s %9s %4s %9s %9s %9s %8s %8s %8s %5s",
 rows = []
 t_start = now
 prev = sample(pg, pid)
+prev0 = prev
 prev_t = t_start
 read_latencies.call
 k = 1
@@ -106,6 +107,8 @@ results["end_bytes"] = rows.last ? rows.last["bytes"] : 0
 results["end_dead"] = rows.last ? rows.last["dead"] : 0
 results["max_bytes"] = rows.map { |r| r["bytes"] }.max || 0
 results["max_dead"] = rows.map { |r| r["dead"] }.max || 0
+# Storage rotations seen (docs/storage.md): each gives jobbuf.jobs a new file.
+results["rotations"] = rows.each_cons(2).count { |a, b| a["filenode"] != b["filenode"] } + (rows.first && rows.first["filenode"] != prev0["filenode"] ? 1 : 0)
 results["end_live"] = rows.last ? rows.last["live"] : 0
 results["p50"] = pct(all_lat, 0.5) || 0
 results["p99"] = pct(all_lat, 0.99) || 0

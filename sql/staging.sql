@@ -64,6 +64,12 @@ SELECT payload, unique_key FROM jobbuf.jobs WHERE queue = 's_none' ORDER BY id;
 -- A plain INSERT of a duplicate waiting key is a unique violation (jobbuf_stage is the
 -- function that turns it into NULL).
 INSERT INTO jobbuf.jobs (queue, payload, unique_key) VALUES ('s_none', '{"u": 9}', 'order-42');
+-- An ORM's INSERT ... ON CONFLICT DO NOTHING names the waiting-key index (jobs_unique_waiting)
+-- by its columns and predicate: the duplicate is skipped. Storage rotation (docs/storage.md)
+-- keeps this one table and its index, so the form holds across rotations.
+INSERT INTO jobbuf.jobs (queue, payload, unique_key) VALUES ('s_none', '{"u": 9}', 'order-42')
+    ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND group_id IS NULL DO NOTHING
+    RETURNING id;
 -- Once the waiting job is gone (delivered, or claimed by a consumer), the key is free again.
 DELETE FROM jobbuf.jobs WHERE queue = 's_none' AND unique_key = 'order-42';
 SELECT jobbuf_stage('s_none', '{"u": 10}'::jsonb, unique_key => 'order-42') IS NOT NULL AS staged_again;

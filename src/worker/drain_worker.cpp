@@ -13,6 +13,7 @@
 #include "worker/drain_slot.h"
 #include "worker/database_settings.h"
 #include "worker/reconcile.h"
+#include "worker/storage_rotation.h"
 #include "worker/guarded_call.h"
 #include "worker/held_jobs.h"
 #include "worker/pass_schedule.h"
@@ -476,8 +477,12 @@ void jobbuf_drain_main(Datum arg)
         long sleep_ms = jobbuf_poll_interval;
         // While disabled, staged_queues stays non-empty: committers then skip the latch (a
         // signal per commit otherwise).
-        if (jobbuf_enabled && !RecoveryInProgress())
+        if (jobbuf_enabled && !RecoveryInProgress()) {
             sleep_ms = drain_round();
+            // Delivered jobs that an old snapshot keeps alive leave by TRUNCATE, not by vacuum.
+            if (!run_guarded([] { rotate_storage_if_due(); }))
+                sleep_ms = Min(sleep_ms, kErrorBackoffMs);
+        }
 
         if (state->ctx.waiter->take_wakeup() && next_redis_attempt() <= GetCurrentTimestamp())
             continue;  // a commit arrived while we talked to Redis: scan again

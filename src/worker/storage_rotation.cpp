@@ -1,0 +1,235 @@
+// Postgres regime: storage rotation of jobbuf.jobs and jobbuf.queue_stats (see storage_rotation.h
+// and docs/storage.md).
+#include "pg_includes.h"
+
+#include "worker/storage_rotation.h"
+#include "worker/worker_transaction.h"
+#include "jobs_table_shape.h"
+
+extern "C" {
+#include "access/heapam.h"
+#include "access/heaptoast.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/heap.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_am.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "nodes/makefuncs.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+}
+
+namespace {
+
+constexpr long kCheckEveryMs = 200;
+// Due when the heap has reached 8 MB and its live rows fill at most a quarter of it: under a
+// working vacuum the table stays below that, so rotation only acts when vacuum cannot reclaim.
+constexpr BlockNumber kRotateAtBlocks = (8 * 1024 * 1024) / BLCKSZ;
+constexpr uint64 kLiveShare = 4;
+// Producers wait for the rotation once it holds the lock: it moves at most this much.
+constexpr uint64 kMaxLiveRows = 10000;
+constexpr uint64 kMaxLiveBytes = 32 * 1024 * 1024;
+// The lock is tried, never waited for, every kLockPollUs for up to kLockSpinUs: a busy table is
+// free only between its producers' transactions. Then again after a growing pause.
+constexpr long kLockSpinUs = 20000;
+constexpr long kLockPollUs = 200;
+constexpr long kRetryMinMs = 100;
+constexpr long kRetryMaxMs = 2000;
+constexpr long kTooLiveRetryMs = 5000;
+
+// The tables the worker rotates, each checked on its own schedule.
+struct RotatedTable {
+    const char* name;
+    BlockNumber rotate_at_blocks;      // the heap size from which rotation is due
+    bool (*is_pristine)(Relation rel);  // as the extension made it: a TRUNCATE changes nothing else
+    TimestampTz next_check;
+    long lock_retry_ms;
+};
+
+bool stats_table_is_pristine(Relation rel);
+
+RotatedTable rotated_tables[] = {
+    {"jobs", kRotateAtBlocks, jobs_table_is_pristine, 0, kRetryMinMs},
+    // The worker updates a queue's counters row in every batch: under a held snapshot each batch
+    // leaves a version that the next batch's UPDATE walks past (1 ms per batch after 15,000
+    // batches). 16 pages hold about 2,000 versions.
+    {"queue_stats", 16, stats_table_is_pristine, 0, kRetryMinMs},
+};
+
+enum class Outcome { NotDue, Rotated, LockBusy, TooLive };
+
+// jobbuf.queue_stats as created: a plain table whose only triggers are its foreign key's, with no
+// rules, no row security and nothing referencing it.
+bool stats_table_is_pristine(Relation rel)
+{
+    if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relrowsecurity || rel->rd_rel->relhasrules)
+        return false;
+    if (rel->trigdesc != nullptr)
+        for (int i = 0; i < rel->trigdesc->numtriggers; i++)
+            if (!rel->trigdesc->triggers[i].tgisinternal)
+                return false;
+    return heap_truncate_find_FKs(list_make1_oid(RelationGetRelid(rel))) == NIL;
+}
+
+struct LiveRows {
+    HeapTuple* tuples;  // flattened copies (no TOAST pointers: TRUNCATE empties the TOAST table)
+    uint64 count;
+    uint64 bytes;
+};
+
+// The rows of rel alive as of a snapshot taken now, counted (and copied into *rows when copy)
+// until either limit: false when the table holds more.
+bool read_live_rows(Relation rel, uint64 max_rows, uint64 max_bytes, bool copy, LiveRows* rows)
+{
+    Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
+    TableScanDesc scan = table_beginscan(rel, snapshot, 0, nullptr);
+    TupleDesc desc = RelationGetDescr(rel);
+    rows->count = 0;
+    rows->bytes = 0;
+    uint64 capacity = copy ? 64 : 0;
+    rows->tuples = copy ? static_cast<HeapTuple*>(palloc(sizeof(HeapTuple) * capacity)) : nullptr;
+    bool fits = true;
+    HeapTuple tuple;
+    while ((tuple = heap_getnext(scan, ForwardScanDirection)) != nullptr) {
+        HeapTuple kept = nullptr;
+        if (copy)
+            kept = HeapTupleHasExternal(tuple) ? toast_flatten_tuple(tuple, desc) : heap_copytuple(tuple);
+        uint64 length = kept != nullptr ? kept->t_len : tuple->t_len;
+        if (rows->count + 1 > max_rows || rows->bytes + length > max_bytes) {
+            fits = false;
+            break;
+        }
+        if (copy) {
+            if (rows->count == capacity) {
+                capacity *= 2;
+                rows->tuples = static_cast<HeapTuple*>(repalloc(rows->tuples, sizeof(HeapTuple) * capacity));
+            }
+            rows->tuples[rows->count] = kept;
+        }
+        rows->count++;
+        rows->bytes += length;
+    }
+    table_endscan(scan);
+    UnregisterSnapshot(snapshot);
+    return fits;
+}
+
+// ACCESS EXCLUSIVE on relid without joining its lock queue (a TRUNCATE queued behind pg_dump's
+// ACCESS SHARE would block every producer behind it).
+bool lock_without_waiting(Oid relid)
+{
+    for (long waited_us = 0;; waited_us += kLockPollUs) {
+        if (ConditionalLockRelationOid(relid, AccessExclusiveLock))
+            return true;
+        if (waited_us >= kLockSpinUs)
+            return false;
+        CHECK_FOR_INTERRUPTS();
+        pg_usleep(kLockPollUs);
+    }
+}
+
+// Puts rows back into the (just truncated) table, frozen: a snapshot older than the rotation
+// still sees them, as it saw them before. Every index gets its entries.
+void put_back(Oid relid, const LiveRows& rows)
+{
+    Relation rel = table_open(relid, NoLock);
+    EState* estate = CreateExecutorState();
+    ResultRelInfo* result_rel = makeNode(ResultRelInfo);
+    InitResultRelInfo(result_rel, rel, 1, nullptr, 0);
+    ExecOpenIndices(result_rel, false);
+    TupleTableSlot* slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
+    CommandId cid = GetCurrentCommandId(true);
+    for (uint64 i = 0; i < rows.count; i++) {
+        ExecStoreHeapTuple(rows.tuples[i], slot, false);
+        table_tuple_insert(rel, slot, cid, TABLE_INSERT_FROZEN, nullptr);
+        ExecInsertIndexTuples(result_rel, slot, estate, false, false, nullptr, NIL);
+        ResetPerTupleExprContext(estate);
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    ExecCloseIndices(result_rel);
+    FreeExecutorState(estate);
+    table_close(rel, NoLock);
+}
+
+// One attempt, inside the worker transaction begun by the caller. The table is looked at under
+// ACCESS SHARE, taken without waiting; TooLive and LockBusy leave the table as it was.
+Outcome try_rotation(const RotatedTable& table)
+{
+    Oid schema = get_namespace_oid("jobbuf", true);
+    Oid relid = OidIsValid(schema) ? get_relname_relid(table.name, schema) : InvalidOid;
+    if (!OidIsValid(relid) || !ConditionalLockRelationOid(relid, AccessShareLock))
+        return Outcome::NotDue;
+    Relation rel = table_open(relid, NoLock);
+    // Only the table as the extension made it: an owner's trigger, rule or foreign key pointing at
+    // it would see a TRUNCATE, or refuse it.
+    if (rel->rd_rel->relam != HEAP_TABLE_AM_OID || !table.is_pristine(rel) ||
+        RelationGetNumberOfBlocks(rel) < table.rotate_at_blocks) {
+        table_close(rel, NoLock);
+        return Outcome::NotDue;
+    }
+    uint64 heap_bytes = static_cast<uint64>(RelationGetNumberOfBlocks(rel)) * BLCKSZ;
+    LiveRows rows;
+    bool mostly_dead = read_live_rows(rel, kMaxLiveRows, heap_bytes / kLiveShare, false, &rows);
+    table_close(rel, NoLock);
+    if (!mostly_dead)
+        return Outcome::TooLive;
+    if (!lock_without_waiting(relid))
+        return Outcome::LockBusy;
+
+    // Nobody else holds a lock on the table now: every transaction that staged, took, claimed or
+    // deleted rows in it has ended, so a snapshot taken now sees each live row in its last state.
+    MemoryContext rows_cxt = AllocSetContextCreate(TopTransactionContext, "jobbuf rotation", ALLOCSET_DEFAULT_SIZES);
+    MemoryContext caller_cxt = MemoryContextSwitchTo(rows_cxt);
+    rel = table_open(relid, NoLock);
+    bool fits = read_live_rows(rel, 2 * kMaxLiveRows, kMaxLiveBytes, true, &rows);
+    table_close(rel, NoLock);  // TRUNCATE refuses a table this session still has open
+    MemoryContextSwitchTo(caller_cxt);
+    if (!fits)
+        return Outcome::TooLive;  // nothing changed; the lock goes at the caller's commit
+    char truncate[64];
+    snprintf(truncate, sizeof(truncate), "TRUNCATE jobbuf.%s", table.name);
+    if (SPI_execute(truncate, false, 0) != SPI_OK_UTILITY)
+        elog(ERROR, "jobbuf: %s failed during rotation", truncate);
+    CommandCounterIncrement();
+    put_back(relid, rows);
+    MemoryContextDelete(rows_cxt);
+    return Outcome::Rotated;
+}
+
+}  // namespace
+
+void rotate_storage_if_due(void)
+{
+    for (RotatedTable& table : rotated_tables) {
+        if (GetCurrentTimestamp() < table.next_check)
+            continue;
+        begin_worker_transaction("jobbuf: storage rotation");
+        Outcome outcome = try_rotation(table);
+        commit_worker_transaction();  // unless it rotated, nothing was written: this releases the locks
+        long wait_ms = kCheckEveryMs;
+        switch (outcome) {
+        case Outcome::LockBusy:
+            wait_ms = table.lock_retry_ms;
+            table.lock_retry_ms = Min(table.lock_retry_ms * 2, kRetryMaxMs);
+            break;
+        case Outcome::TooLive:
+            wait_ms = kTooLiveRetryMs;
+            break;
+        case Outcome::Rotated:
+        case Outcome::NotDue:
+            table.lock_retry_ms = kRetryMinMs;
+            break;
+        }
+        table.next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
+    }
+}

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Storage rotation (docs/storage.md): while a REPEATABLE READ snapshot holds the xmin horizon,
+# jobs keep flowing and jobbuf.jobs stays bounded because the worker rotates it (TRUNCATE, live
+# rows put back), not because vacuum removes anything. Checks the mechanism, not timings:
+#  * the table's file changed (rotations happened) and its size stayed under a bound far below
+#    what the delivered jobs' dead rows would take; jobbuf.queue_stats, whose counters row the
+#    worker updates in every batch, is rotated as well and its counters are intact;
+#  * a scheduled job, a claimed group with a live lease, a waiting unique job of a paused queue, a
+#    job in backoff and a held job (another installation's owner and origin) keep their ids and every column; the group still completes; the unique key
+#    still refuses a duplicate; the old snapshot still sees the rows that were put back;
+#  * while a transaction holds ACCESS SHARE on jobbuf.jobs (what pg_dump holds for its whole run)
+#    rotation does not happen and producers are never queued behind it; once it ends, it does;
+#  * a live backlog above the cap is left alone, and rotated once it drains.
+source "$(dirname "$0")/tools/lib.sh"
+
+ROUNDS=${HELD_SNAPSHOT_ROUNDS:-40}
+PER_ROUND=5000
+PAD=$(printf 'x%.0s' $(seq 1 200))
+BOUND_BYTES=$((12 * 1024 * 1024))   # rotation starts at 8 MB of heap; one round adds ~1.2 MB
+
+e2e_start
+# Every session of this script gives up on a lock after 10 s: a rotation queued for its lock
+# (behind the ACCESS SHARE below) would block them all, which must show as a failure, not a hang.
+export PGOPTIONS="${PGOPTIONS:-} -c lock_timeout=10s"
+jb_psql -q -o /dev/null <<'SQL'
+SELECT jobbuf_create_queue('flow', 'list');
+SELECT jobbuf_create_queue('parked', 'list');
+SELECT jobbuf_pause('parked');
+SELECT jobbuf_create_queue('consumed', 'none', '{"visibility": 3600}');
+CREATE TABLE analytics (n int);
+INSERT INTO analytics VALUES (1);
+SQL
+jb_psql -q -o /dev/null <<'SQL'
+SELECT jobbuf_stage('flow', '{"later": true}'::jsonb, now() + interval '1 day');
+SELECT jobbuf_stage('parked', '{"unique": true}'::jsonb, NULL, 'only-once');
+SELECT jobbuf_stage('consumed', '{"claimed": true}'::jsonb);
+SELECT jobbuf_stage('consumed', '{"backoff": true}'::jsonb);
+-- Held: staged under another installation (a restored dump's job); skipped until released.
+INSERT INTO jobbuf.jobs (queue, payload, origin, owner)
+VALUES ('flow', '{"held": true}', '00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000001');
+SQL
+group=$(jb_sql "SELECT DISTINCT group_id FROM jobbuf_claim('consumed', 1)")
+backoff_group=$(jb_sql "SELECT DISTINCT group_id FROM jobbuf_claim('consumed', 1)")
+jb_sql "SELECT jobbuf_fail('$backoff_group', 'try again')" >/dev/null
+kept_rows_sql="SELECT string_agg(row_to_json(j)::text, ' ' ORDER BY id) FROM jobbuf.jobs j"
+kept_before=$(jb_sql "$kept_rows_sql")
+kept_ids=$(jb_sql "SELECT string_agg(id::text, ',') FROM jobbuf.jobs")
+expect_eq "five jobs that must survive rotation are staged" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 5
+filenode() { jb_sql "SELECT pg_relation_filenode('jobbuf.jobs')"; }
+heap_bytes() { jb_sql "SELECT pg_relation_size('jobbuf.jobs')"; }
+
+# The held snapshot: a REPEATABLE READ transaction that read another table, as an analytics
+# query does. It holds the horizon (backend_xmin) but no lock on jobbuf.jobs.
+tx_open
+tx_run "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM analytics;"
+held_xmin=$(jb_sql "SELECT backend_xmin FROM pg_stat_activity WHERE backend_xmin IS NOT NULL AND state = 'idle in transaction'")
+check "the held transaction holds the xmin horizon" test -n "$held_xmin"
+
+# stage_rounds FROM TO: rounds of PER_ROUND jobs, each delivered before the next; records the
+# largest heap and total size of jobbuf.jobs and the files it had.
+max_heap=0 max_total=0 filenodes=" $(filenode) "
+stage_rounds() {
+  local r
+  for r in $(seq "$1" "$2"); do
+    jb_sql "SELECT count(*) FROM jobbuf_stage('flow', ARRAY(SELECT jsonb_build_object('round', $r, 'n', n, 'pad', '$PAD') FROM generate_series(1, $PER_ROUND) n))" >/dev/null \
+      || { fail "round $r: a producer could not stage (queued behind a lock?)"; return 1; }
+    jb_wait_until "[ \"\$(jb_redis LLEN jobbuf:flow)\" = $((r * PER_ROUND)) ]" 30 \
+      || { fail "round $r not delivered: $(jb_redis LLEN jobbuf:flow) in Redis"; return 1; }
+    local h t f
+    h=$(heap_bytes); t=$(jb_sql "SELECT pg_total_relation_size('jobbuf.jobs')"); f=$(filenode)
+    [ "$h" -gt "$max_heap" ] && max_heap=$h
+    [ "$t" -gt "$max_total" ] && max_total=$t
+    [[ "$filenodes" == *" $f "* ]] || filenodes+="$f "
+  done
+}
+stage_rounds 1 "$ROUNDS"
+rotations=$(( $(wc -w <<<"$filenodes") - 1 ))
+staged_bytes=$((ROUNDS * PER_ROUND * (${#PAD} + 60)))
+say "$((ROUNDS * PER_ROUND)) jobs (~$((staged_bytes / 1048576)) MB of rows) delivered under the held snapshot: $rotations rotations, largest heap $((max_heap / 1048576)) MB, largest with indexes $((max_total / 1048576)) MB"
+check "the delivered rows are several times the bound (the bound means something)" test "$staged_bytes" -gt $((3 * BOUND_BYTES))
+check "jobbuf.jobs was rotated more than once" test "$rotations" -ge 2
+expect_le "largest heap of jobbuf.jobs stays bounded" "$max_heap" "$BOUND_BYTES"
+expect_le "largest size with indexes stays bounded" "$max_total" $((2 * BOUND_BYTES))
+expect_eq "the held transaction still holds the same horizon" \
+  "$(jb_sql "SELECT backend_xmin FROM pg_stat_activity WHERE pid = $(jb_sql "SELECT pid FROM pg_stat_activity WHERE state = 'idle in transaction'")")" "$held_xmin"
+
+# Many batches: the worker updates the queue's counters row once per batch, which under the held
+# snapshot leaves a row version each; jobbuf.queue_stats is rotated too, counters intact.
+stats_filenode=$(jb_sql "SELECT pg_relation_filenode('jobbuf.queue_stats')")
+echo "SELECT jobbuf_stage('small', '{\"one\": 1}'::jsonb);" >"$JB_RUN/one.sql"
+jb_sql "SELECT jobbuf_create_queue('small', 'list')" >/dev/null
+set_and_reload jobbuf.batch_size 1 || fail "jobbuf.batch_size = 1 not shown"   # one batch per job
+pgbench -n -h "$JB_PGHOST" -p "$JB_PGPORT" -U postgres -c 2 -t 4000 -f "$JB_RUN/one.sql" "$JB_DB" >"$JB_RUN/pgbench.out" 2>&1 \
+  || fail "pgbench: $(tail -n 3 "$JB_RUN/pgbench.out")"
+expect_list_reaches jobbuf:small 8000 60 "8,000 jobs delivered one per batch"
+reset_and_reload jobbuf.batch_size 1000
+batches=$(jb_sql "SELECT batches FROM jobbuf_worker_status()")
+say "jobbuf.queue_stats: $batches counter updates, $(jb_sql "SELECT pg_relation_size('jobbuf.queue_stats')") bytes now"
+check "the counters row was updated in more batches than 32 pages hold versions of it (~120 a page)" test "$batches" -gt 4000
+if jb_wait_until "[ \"\$(jb_sql \"SELECT pg_relation_filenode('jobbuf.queue_stats')\")\" != $stats_filenode ]" 15; then
+  pass "jobbuf.queue_stats was rotated"
+else
+  fail "jobbuf.queue_stats not rotated ($(jb_sql "SELECT pg_relation_size('jobbuf.queue_stats')") bytes)"
+fi
+expect_le "jobbuf.queue_stats stays small" "$(jb_sql "SELECT pg_relation_size('jobbuf.queue_stats')")" $((32 * 8192))
+counters_sql="SELECT string_agg(queue || '=' || delivered_total, ' ' ORDER BY queue) FROM jobbuf.queue_stats WHERE queue IN ('flow', 'small')"
+jb_wait_until "[ \"\$(jb_sql \"$counters_sql\")\" = 'flow=$((ROUNDS * PER_ROUND)) small=8000' ]" 10  # the last batch commits after its push
+expect_eq "delivery counters survive its rotation" \
+  "$(jb_sql "$counters_sql")" \
+  "flow=$((ROUNDS * PER_ROUND)) small=8000"
+
+expect_eq "scheduled, claimed, unique, backoff and held jobs keep ids and every column" "$(jb_sql "$kept_rows_sql")" "$kept_before"
+expect_eq "the unique key still refuses a duplicate" "$(jb_sql "SELECT jobbuf_stage('parked', '{}'::jsonb, NULL, 'only-once') IS NULL")" t
+expect_eq "an ORM's INSERT ... ON CONFLICT DO NOTHING still skips the duplicate" \
+  "$(jb_sql "INSERT INTO jobbuf.jobs (queue, payload, unique_key) VALUES ('parked', '{}', 'only-once') ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND group_id IS NULL DO NOTHING RETURNING id" | wc -l)" 0
+tx_run "SELECT count(*) FROM jobbuf.jobs WHERE id IN ($kept_ids) \\g $TX_FIFO.out"
+expect_eq "the old snapshot sees the jobs put back" "$(cat "$TX_FIFO.out")" 5
+tx_close ROLLBACK
+expect_eq "the claimed group completes after rotation" "$(jb_sql "SELECT jobbuf_complete('$group')")" 1
+
+# pg_dump's lock: ACCESS SHARE held for its whole run. Rotation tries and never queues; producers
+# (lock_timeout 10 s) are never stuck behind it.
+tx_open
+tx_run "BEGIN ISOLATION LEVEL REPEATABLE READ; LOCK TABLE jobbuf.jobs IN ACCESS SHARE MODE;"
+locked_filenode=$(filenode)
+stage_rounds $((ROUNDS + 1)) $((ROUNDS + 8))
+expect_eq "no rotation while ACCESS SHARE is held" "$(filenode)" "$locked_filenode"
+grown=$(heap_bytes)
+check "the table grew past the rotation threshold meanwhile" test "$grown" -gt $((8 * 1024 * 1024))
+tx_close ROLLBACK
+if jb_wait_until "[ \"\$(filenode)\" != $locked_filenode ]" 15; then
+  pass "rotated once the lock was released"
+else
+  fail "not rotated within 15 s of the lock's release (heap $(heap_bytes) bytes)"
+fi
+expect_le "heap back under the bound" "$(heap_bytes)" "$BOUND_BYTES"
+
+# A live backlog above the cap (10,000 rows: producers would wait for their copy) is not rotated,
+# however many dead rows surround it; once it drains, rotation reclaims the table.
+jb_psql -q -o /dev/null <<'SQL'
+SELECT jobbuf_create_queue('backlog', 'list');
+SELECT jobbuf_pause('backlog');
+SELECT count(*) FROM jobbuf_stage('backlog', ARRAY(SELECT jsonb_build_object('n', n) FROM generate_series(1, 12000) n));
+SQL
+tx_open
+tx_run "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM analytics;"
+backlog_filenode=$(filenode)
+stage_rounds $((ROUNDS + 9)) $((ROUNDS + 16))
+expect_eq "a live backlog above the cap is not rotated" "$(filenode)" "$backlog_filenode"
+check "though the table grew past the rotation threshold" test "$(heap_bytes)" -gt $((8 * 1024 * 1024))
+jb_sql "SELECT jobbuf_resume('backlog')" >/dev/null
+expect_list_reaches jobbuf:backlog 12000 30 "the backlog is delivered once resumed"
+if jb_wait_until "[ \"\$(filenode)\" != $backlog_filenode ]" 15; then
+  pass "rotated once the backlog drained, the snapshot still held"
+else
+  fail "not rotated within 15 s of the backlog's delivery (heap $(heap_bytes) bytes)"
+fi
+tx_close ROLLBACK
+expect_eq "every job delivered once" "$(jb_redis LRANGE jobbuf:flow 0 -1 | sort -u | wc -l)" $(((ROUNDS + 16) * PER_ROUND))
+expect_eq "only the scheduled, unique, backoff and held jobs remain" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 4
+
+# docs/storage.md's monitoring queries run as written.
+awk '/^```sql/ { f = 1; next } /^```/ { f = 0 } f' "$E2E_ROOT/docs/storage.md" >"$JB_RUN/storage_docs.sql"
+check "docs/storage.md has its monitoring queries" test "$(grep -c '^SELECT' "$JB_RUN/storage_docs.sql")" -ge 3
+jb_psql -q -o /dev/null -f "$JB_RUN/storage_docs.sql" && pass "docs/storage.md's sql blocks run" || fail "docs/storage.md's sql blocks fail"
+e2e_done
