@@ -15,8 +15,9 @@ cd "$(dirname "$0")/.."
 REPO=$PWD
 
 # On 17 and 18: every suite that touches the server's C API (the direct insert, the worker, the
-# launcher, the GUC walk, the catalog, updates from 1.0 and 1.1), and each framework's consumer
-# against the root's own Sidekiq, ActiveJob and Celery.
+# launcher, the GUC walk, the catalog, updates from 1.0 and 1.1, the installation identity and
+# the storage rotation), and each framework's consumer against the root's own Sidekiq, ActiveJob
+# and Celery (plain Sidekiq::Job made transactional too).
 PG_SUITES=(
   regress pgtap isolation upgrade
   test/e2e/commit_rollback.sh test/e2e/plain_insert.sh test/e2e/take_paths.sh
@@ -29,6 +30,8 @@ PG_SUITES=(
   test/faults/hostile_gucs.sh test/faults/hostile_database_settings.sh
   test/faults/hostile_roles.sh test/faults/hostile_lifecycle.sh test/faults/kill_one_worker.sh
   test/faults/standby_promotion.sh
+  test/e2e/copies.sh test/e2e/held_snapshot.sh test/faults/live_clone.sh test/faults/refused_settings.sh
+  test/e2e/clients_sidekiq.sh
 )
 # 17 and 18 ship one ActiveJob (7.2): the gem's own tests once, on 17.
 PG17_EXTRA=(test/e2e/activejob_adapter.sh)
