@@ -2,6 +2,7 @@
 // and docs/storage.md).
 #include "pg_includes.h"
 
+#include "pg_compat.h"
 #include "worker/storage_rotation.h"
 #include "worker/worker_transaction.h"
 #include "jobs_table_shape.h"
@@ -152,7 +153,7 @@ void put_back(Oid relid, const LiveRows& rows)
     for (uint64 i = 0; i < rows.count; i++) {
         ExecStoreHeapTuple(rows.tuples[i], slot, false);
         table_tuple_insert(rel, slot, cid, TABLE_INSERT_FROZEN, nullptr);
-        ExecInsertIndexTuples(result_rel, slot, estate, false, false, nullptr, NIL);
+        jobbuf_insert_index_tuples(result_rel, slot, estate);
         ResetPerTupleExprContext(estate);
     }
     ExecDropSingleTupleTableSlot(slot);
