@@ -48,6 +48,7 @@ expect_eq "the payload with a RESP frame arrived as JSON text" "$first" '{"s": "
 expect_eq "the stream key with spaces and quotes exists literally" "$(jb_redis XLEN "a b \"c\" 'd' *")" 1
 expect_eq "the Sidekiq namespace with a RESP frame is one key prefix" \
   "$(printf 'ns\r\n*1\r\n$8\r\nFLUSHALL\r\n:queue:nsq' | jb_redis -x LLEN)" 1
-# sentinel, the CR/LF list, the stream, the namespaced Sidekiq queue and queues set, the marker
-expect_eq "no other keys appeared" "$(jb_redis DBSIZE)" 6
+# sentinel, the CR/LF list, the stream, the namespaced Sidekiq queue and queues set, the marker,
+# the delivery lease
+expect_eq "no other keys appeared" "$(jb_redis DBSIZE)" 7
 faults_done
