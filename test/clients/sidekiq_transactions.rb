@@ -65,7 +65,9 @@ def stage(out_file)
     end
     planned.each { |p| expected << p.merge("committed" => !rolled_back) }
   end
-  check(returned.all? { |r| r.nil? || r == [] }, "inside a transaction perform_async returns nil (the jid comes from jobbuf)", returned.compact.first(3).inspect)
+  # (push_bulk returns [] on Sidekiq 6 when its middleware stops every job, [nil, nil] on 7 and 8)
+  check(returned.all? { |r| r.nil? || (r.is_a?(Array) && r.all?(&:nil?)) },
+        "inside a transaction perform_async returns nil (the jid comes from jobbuf)", returned.compact.first(3).inspect)
   check(Jobbuf::Sidekiq.last_staged_id.is_a?(Integer), "Jobbuf::Sidekiq.last_staged_id is the jobbuf id")
 
   # Outside a transaction: Sidekiq's own push (a jid, nothing staged).

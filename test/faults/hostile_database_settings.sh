@@ -25,10 +25,12 @@ for s in "${settings[@]}"; do
           -c "ALTER DATABASE jobbuf_test SET ${s%% = *} = '${s#* = }'" 2>&1) ||
     fail "the owner could not plant $s: $out"
 done
+# The test's own sessions override what the owner planted (a 1 ms statement_timeout would
+# otherwise cancel them on a slow machine).
+export PGOPTIONS="-c session_authorization=postgres -c exit_on_error=off -c statement_timeout=0 -c lock_timeout=0"
 expect_eq "the owner planted its settings for the database" \
   "$(jb_sql "SELECT cardinality(setconfig) FROM pg_db_role_setting WHERE setdatabase = (SELECT oid FROM pg_database WHERE datname = 'jobbuf_test')")" \
   "${#settings[@]}"
-export PGOPTIONS="-c session_authorization=postgres -c exit_on_error=off -c statement_timeout=0 -c lock_timeout=0"
 expect_eq "the settings reach a new session of the database" \
   "$(PGOPTIONS= psql -X -h "$JB_PGHOST" -p "$JB_PGPORT" -U postgres -d "$JB_DB" -qtAX -c "SHOW synchronous_commit")" off
 
