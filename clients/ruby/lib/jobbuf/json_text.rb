@@ -14,8 +14,9 @@ module Jobbuf
   class NulCharacterError < ArgumentError; end
 
   module JsonText
-    # Ruby's shortest representation of a Float with a positive exponent: 1.0e+16, -2.5e+20.
-    EXPONENT_FORM = /\A(-?)(\d)\.(\d+)e\+(\d+)\z/.freeze
+    # Ruby's shortest representation of a Float with a positive exponent: 1.0e+16, -2.5e+20 (json
+    # 2.x), 1e+16 (json 3.x writes no ".0").
+    EXPONENT_FORM = /\A(-?)(\d)(?:\.(\d+))?e\+(\d+)\z/.freeze
 
     module_function
 
@@ -63,7 +64,7 @@ module Jobbuf
       sign, first, rest, exponent = EXPONENT_FORM.match(text)&.captures
       return text unless sign
 
-      digits = first + rest.sub(/0+\z/, "")
+      digits = first + rest.to_s.sub(/0+\z/, "")
       point = 1 + exponent.to_i
       return "#{sign}#{digits.ljust(point, "0")}.0" if digits.length <= point
 
