@@ -35,7 +35,9 @@ PER_TX=100
 N=$((N_TX * PER_TX))
 
 bash "$ROOT/test/consumers/install.sh" >/dev/null || exit 1
-faults_start
+# A long redis_timeout: the worker refreshes its delivery lease (a write) every 15 s, so that the
+# paused writes below hold its batch, not a lease refresh (see kill_drain_worker_in_batch).
+faults_start "" "jobbuf.redis_timeout = '30s'"
 on_exit jb_stop_celery
 URL=redis://127.0.0.1:$JB_REDIS_PORT/0
 
@@ -75,6 +77,11 @@ stage() {
 # applied after a kill, its reply lost, is delivery_faults.sh's worker-kill9 case.)
 kill_drain_worker_in_batch() {
   wait_redis_connected || fail "$1: the drain worker is not connected to Redis"
+  # The lease was refreshed within the last 5 s (more than 55 s of its 60 left): its next refresh
+  # is at least 10 s away, after this batch.
+  local lease
+  lease=$(jb_redis --scan --pattern 'jobbuf:lease:*' | head -n 1)
+  jb_wait_until "[ \"\$(jb_redis PTTL '$lease')\" -gt 55000 ]" 30 || fail "$1: the delivery lease was not refreshed"
   jb_redis CLIENT PAUSE 5000 WRITE >/dev/null
   jb_sql "SELECT jobbuf_resume('$1')" >/dev/null
   if in_batch; then
