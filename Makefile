@@ -7,18 +7,17 @@
 EXTENSION   = jobbuf
 MODULE_big  = jobbuf
 # Versions: the install scripts of 1.0 (commit 26da9a3) and 1.1 (commit 5b86380) are frozen as
-# they shipped; 1.2 is built from src/sql/ and reached from 1.1 by the update script built from
-# src/sql/updates/1.1--1.2/ (one part per change, so that parallel work never edits one file).
+# they shipped; 1.2 is built from src/sql/ and reached from 1.1 by the hand-written update script
+# sql/jobbuf--1.1--1.2.sql.
 # test/upgrade checks that a fresh install and an update give one catalog.
-DATA        = sql/jobbuf--1.0.sql sql/jobbuf--1.0--1.1.sql sql/jobbuf--1.1.sql
-DATA_built  = sql/jobbuf--1.2.sql sql/jobbuf--1.1--1.2.sql
+DATA        = sql/jobbuf--1.0.sql sql/jobbuf--1.0--1.1.sql sql/jobbuf--1.1.sql sql/jobbuf--1.1--1.2.sql
+DATA_built  = sql/jobbuf--1.2.sql
 PGFILEDESC  = "jobbuf - transactionally staged jobs drained to Redis"
 
 PG_SOURCES    = $(sort $(wildcard src/*.cpp src/staging/*.cpp src/worker/*.cpp))
 REDIS_SOURCES = $(sort $(wildcard src/redis/*.cpp src/redis/*/*.cpp))
 OBJS          = $(PG_SOURCES:.cpp=.o) $(REDIS_SOURCES:.cpp=.o)
 SQL_PARTS     = $(sort $(wildcard src/sql/*.sql))
-UPDATE_PARTS  = $(sort $(wildcard src/sql/updates/1.1--1.2/*.sql))
 
 PG_CPPFLAGS = -Isrc
 PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -Wno-register -Wno-missing-field-initializers \
@@ -38,9 +37,6 @@ include $(PGXS)
 
 sql/jobbuf--1.2.sql: $(SQL_PARTS)
 	cat $(SQL_PARTS) > $@
-
-sql/jobbuf--1.1--1.2.sql: $(UPDATE_PARTS)
-	cat $(UPDATE_PARTS) > $@
 
 $(OBJS): $(wildcard src/*.h src/staging/*.h src/worker/*.h src/redis/*.h src/redis/*/*.h)
 

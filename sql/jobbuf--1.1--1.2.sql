@@ -1,3 +1,86 @@
+-- jobbuf 1.1 -> 1.2: ALTER EXTENSION jobbuf UPDATE. Every change 1.2 makes to the extension's SQL
+-- is made here as well as in src/sql/ (which builds jobbuf--1.2.sql). test/upgrade checks
+-- that an updated 1.1 (and 1.0) and a fresh 1.2 have the same catalog, with jobs in every state.
+\echo Use "ALTER EXTENSION jobbuf UPDATE TO '1.2'" to load this file. \quit
+
+-- First, the library: 1.2's SQL needs the 1.2 library, and a server still running the 1.1 one
+-- (the new build installed, Postgres not yet restarted) would run 1.1's worker against 1.2's
+-- objects. jobbuf.library_version() answers from the library loaded in this backend.
+DO $$
+BEGIN
+    IF jobbuf.library_version() OPERATOR(pg_catalog.=) '1.1' THEN
+        RAISE EXCEPTION 'jobbuf: the jobbuf library loaded in this server is older than 1.2'
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = 'install the new build, restart PostgreSQL (the library is loaded at server start), then run ALTER EXTENSION jobbuf UPDATE';
+    END IF;
+END $$;
+-- (part of jobbuf--1.1--1.2.sql)
+-- jobbuf: Redis Cluster placement. When the drain worker of this database delivers to a Redis
+-- Cluster (jobbuf.redis_url redis+cluster:// or rediss+cluster://), a queue is refused at
+-- jobbuf_create_queue / jobbuf_alter_queue unless the cluster can take its units: sidekiq and
+-- celery never (their consumers cannot read a cluster), bullmq only when its keys share one slot
+-- (a {hash tag} in prefix or bullmq_queue). See docs/cluster.md.
+
+-- Raises a clear error when the row's queue cannot live on the Redis Cluster this database's
+-- worker uses: the database's own jobbuf.redis_url (ALTER DATABASE ... SET), else the server's
+-- (postgresql.conf, ALTER SYSTEM), else the default.
+CREATE FUNCTION jobbuf.cluster_placement_check()
+RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    url text;
+    base text;
+BEGIN
+    SELECT pg_catalog.substr(s.setting, 18) INTO url
+      FROM pg_catalog.pg_db_role_setting d
+      JOIN pg_catalog.pg_database db ON db.oid OPERATOR(pg_catalog.=) d.setdatabase,
+           pg_catalog.unnest(d.setconfig) AS s(setting)
+     WHERE db.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()
+       AND d.setrole OPERATOR(pg_catalog.=) 0::pg_catalog.oid
+       AND pg_catalog.starts_with(s.setting, 'jobbuf.redis_url=');
+    IF url IS NULL THEN
+        SELECT f.setting INTO url FROM pg_catalog.pg_file_settings f
+         WHERE f.name OPERATOR(pg_catalog.=) 'jobbuf.redis_url' AND f.error IS NULL
+         ORDER BY f.seqno DESC LIMIT 1;
+    END IF;
+    url := pg_catalog.lower(coalesce(url, ''));
+    IF NOT (pg_catalog.starts_with(url, 'redis+cluster://') OR pg_catalog.starts_with(url, 'rediss+cluster://')) THEN
+        RETURN NEW;
+    END IF;
+    IF NEW.target OPERATOR(pg_catalog.=) ANY (ARRAY['sidekiq', 'celery']) THEN
+        RAISE EXCEPTION 'jobbuf: queue %: the % target cannot be delivered to a Redis Cluster',
+                        pg_catalog.quote_literal(NEW.name), NEW.target
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = CASE NEW.target WHEN 'sidekiq' THEN 'Sidekiq does not support Redis Cluster.'
+                                           ELSE 'Celery''s Redis transport (kombu) has no Redis Cluster support.' END,
+                  HINT = 'this database''s jobbuf.redis_url is a Redis Cluster: use the list, stream or bullmq target, or a single Redis (or Sentinel) for this database';
+    END IF;
+    IF NEW.target OPERATOR(pg_catalog.=) 'bullmq' THEN
+        base := coalesce(NEW.options OPERATOR(pg_catalog.->>) 'prefix', 'bull') OPERATOR(pg_catalog.||) ':'
+                OPERATOR(pg_catalog.||) coalesce(NEW.options OPERATOR(pg_catalog.->>) 'bullmq_queue', NEW.name);
+        IF NOT base OPERATOR(pg_catalog.~) '^[^{]*\{[^}]+\}' THEN
+            RAISE EXCEPTION 'jobbuf: queue %: a bullmq queue on a Redis Cluster needs a {hash tag} in its prefix or bullmq_queue option',
+                            pg_catalog.quote_literal(NEW.name)
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'BullMQ''s keys of one queue are used together in one script: they must share one slot.',
+                      HINT = 'for example options {"prefix": "{bull}"} (then give BullMQ''s Queue and Worker the same prefix)';
+        END IF;
+    END IF;
+    RETURN NEW;
+END $$;
+
+CREATE TRIGGER queues_cluster_placement BEFORE INSERT OR UPDATE OF target, options ON jobbuf.queues
+    FOR EACH ROW EXECUTE FUNCTION jobbuf.cluster_placement_check();
+
+-- As 90_privileges.sql does for every function of the extension.
+REVOKE ALL ON FUNCTION jobbuf.cluster_placement_check() FROM PUBLIC;
+
+-- jobbuf_cluster_nodes() (as src/sql/95_cluster_nodes.sql).
+CREATE FUNCTION jobbuf_cluster_nodes(
+    OUT node text, OUT node_id text, OUT role text, OUT health text,
+    OUT slot_first integer, OUT slot_last integer)
+RETURNS SETOF record LANGUAGE c VOLATILE ROWS 12 AS 'MODULE_PATHNAME', 'jobbuf_cluster_nodes';
+REVOKE ALL ON FUNCTION jobbuf_cluster_nodes() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION jobbuf_cluster_nodes() TO jobbuf_admin;
 
 -- Copies of a database (issue: a restored or copied database delivered its jobs again): the
 -- installation's identity, recorded by every job; held jobs; the claim paths and statistics that
@@ -341,3 +424,67 @@ GRANT EXECUTE ON FUNCTION jobbuf_release_restored(text) TO jobbuf_admin;
 GRANT EXECUTE ON FUNCTION jobbuf_discard_restored(text) TO jobbuf_admin;
 ALTER FUNCTION jobbuf_stats() SECURITY DEFINER;
 GRANT EXECUTE ON FUNCTION jobbuf.installation_id() TO jobbuf_producer, jobbuf_consumer, jobbuf_admin;
+-- Clients: jobbuf_queue_for, the framework queue lookup (src/sql/95_clients.sql).
+
+-- jobbuf_queue_for(target, framework_queue): the jobbuf queue whose target is `target` and whose
+-- framework queue equals `framework_queue`: the sidekiq_queue / bullmq_queue option (default the
+-- jobbuf queue's name) or the celery_queue option (default "celery", where the worker delivers a
+-- celery queue without that option). When several jobbuf queues deliver into it, the one named
+-- like the framework queue wins; otherwise that is an error, as is no queue at all (naming the
+-- jobbuf_create_queue call to make). Invoker's rights: it reads jobbuf.queues, which producers may.
+CREATE FUNCTION jobbuf_queue_for(target text, framework_queue text)
+RETURNS text LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+    option_name text;
+    found text[];
+    create_call text;
+BEGIN
+    option_name := CASE target WHEN 'sidekiq' THEN 'sidekiq_queue' WHEN 'bullmq' THEN 'bullmq_queue'
+                               WHEN 'celery' THEN 'celery_queue' END;
+    IF option_name IS NULL THEN
+        RAISE EXCEPTION 'jobbuf: jobbuf_queue_for knows the targets sidekiq, bullmq and celery, not %',
+            coalesce(pg_catalog.quote_literal(target), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF framework_queue IS NULL OR framework_queue OPERATOR(pg_catalog.=) '' THEN
+        RAISE EXCEPTION 'jobbuf: a % queue name must not be empty', target
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT pg_catalog.array_agg(q.name ORDER BY q.name) INTO found
+      FROM jobbuf.queues q
+     WHERE q.target OPERATOR(pg_catalog.=) target
+       AND COALESCE(q.options OPERATOR(pg_catalog.->>) option_name,
+                               CASE WHEN target OPERATOR(pg_catalog.=) 'celery' THEN 'celery' ELSE q.name END)
+           OPERATOR(pg_catalog.=) framework_queue;
+    IF found IS NULL THEN
+        create_call := pg_catalog.format('SELECT jobbuf_create_queue(%L, %L%s);', framework_queue, target,
+            CASE WHEN target OPERATOR(pg_catalog.=) 'celery' AND framework_queue OPERATOR(pg_catalog.<>) 'celery'
+                 THEN pg_catalog.format(', %L', pg_catalog.jsonb_build_object('celery_queue', framework_queue)::text)
+                 ELSE '' END);
+        RAISE EXCEPTION 'jobbuf: no jobbuf queue delivers into the % queue "%": create one (in a migration) with %',
+            target, framework_queue, create_call
+            USING ERRCODE = 'undefined_object',
+                  HINT = pg_catalog.format('a %s queue delivers into the %s queue named by its %s option (default %s)',
+                      target, target, option_name,
+                      CASE WHEN target OPERATOR(pg_catalog.=) 'celery' THEN '"celery"' ELSE 'the jobbuf queue''s name' END);
+    END IF;
+    IF pg_catalog.cardinality(found) OPERATOR(pg_catalog.=) 1 THEN
+        RETURN found[1];
+    END IF;
+    IF framework_queue OPERATOR(pg_catalog.=) ANY (found) THEN
+        RETURN framework_queue;
+    END IF;
+    RAISE EXCEPTION 'jobbuf: % jobbuf queues deliver into the % queue "%": %', pg_catalog.cardinality(found),
+        target, framework_queue, pg_catalog.array_to_string(found, ', ')
+        USING ERRCODE = 'ambiguous_parameter',
+              HINT = 'stage with jobbuf_stage and the jobbuf queue''s name, or rename one jobbuf queue like the framework queue';
+END $$;
+
+REVOKE ALL ON FUNCTION jobbuf_queue_for(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION jobbuf_queue_for(text, text) TO jobbuf_producer, jobbuf_admin;
+
+-- Keep this statement last.
+-- Wakes the drain worker when this update commits: a worker running the 1.2 library against 1.1
+-- SQL waits for this update, and a statement on jobbuf.queues (its trigger) is what tells it.
+UPDATE jobbuf.queues SET paused = paused WHERE false;
