@@ -89,9 +89,10 @@ SELECT count(*) AS stats_rows, sum(ready + scheduled + claimed) AS jobs_counted,
        (SELECT count(*) FROM jobbuf.jobs) AS jobs_in_table
 FROM jobbuf_stats();
 
--- jobbuf_worker_status(): one row with these columns; database is jobbuf.database.
+-- jobbuf_worker_status(): these columns; a row per drain worker (how many depends on the server's
+-- jobbuf.database), each naming its database.
 SELECT * FROM jobbuf_worker_status() WHERE false;
-SELECT count(*) AS rows, bool_and(database = current_setting('jobbuf.database')) AS database_is_setting,
+SELECT count(*) > 0 AS rows, bool_and(database IS NOT NULL) AS database_named,
        bool_and(running IS NOT NULL AND redis_connected IS NOT NULL) AS flags_not_null,
        bool_and(wakeups >= 0 AND batches >= 0 AND delivered >= 0) AS counters_not_negative,
        bool_and(running = (pid IS NOT NULL)) AS pid_iff_running
@@ -100,7 +101,7 @@ SELECT pg_typeof(pid) AS pid, pg_typeof(database) AS database, pg_typeof(running
        pg_typeof(redis_connected) AS redis_connected, pg_typeof(last_error) AS last_error,
        pg_typeof(last_error_at) AS last_error_at, pg_typeof(wakeups) AS wakeups,
        pg_typeof(batches) AS batches, pg_typeof(delivered) AS delivered
-FROM jobbuf_worker_status();
+FROM jobbuf_worker_status() LIMIT 1;
 
 -- A jobs table changed by its owner: jobbuf_stage still validates, and what the owner added
 -- applies to it as to an INSERT: a CHECK constraint, and a trigger of their own (which fires).
