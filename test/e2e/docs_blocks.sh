@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Every fenced code block of README.md and docs/*.md runs as written, against the harness's
-# private servers, so an example that drifts from the product fails `make test`.
+# Every fenced code block of README.md, CONTRIBUTING.md and docs/*.md runs as written, against
+# the harness's private servers, so an example that drifts from the product fails `make test`.
 # test/harness/doc_blocks.rb extracts the blocks and reads their markers (HTML comments before a
 # fence; the convention is in its header and in CONTRIBUTING.md). Each page runs in order, in a
 # directory and a database of its own; README.md in the database its quick start creates (myapp,
-# as the role of the user running it), every docs page in a fresh database as postgres.
+# as the role of the user running it), every other page in a fresh database as postgres.
 # Examples name the default addresses (127.0.0.1:6379, psql's default database); the test runs
 # them with PGHOST/PGPORT/REDIS_URL pointing at its servers, 127.0.0.1:6379 in a block replaced
 # by its Redis port, and a redis-cli that talks to its Redis. Background blocks (consumers that
@@ -26,7 +26,7 @@ chmod 755 "$JB_RUN"   # the quick start's `su postgres` reaches the socket direc
 export PATH="$BIN:$PATH" PGHOST=$JB_PGHOST PGPORT=$JB_PGPORT REDIS_URL="redis://127.0.0.1:$JB_REDIS_PORT/0"
 export NODE_PATH=$ROOT/test/consumers/node/node_modules
 
-pages=(README.md)
+pages=(README.md CONTRIBUTING.md)
 for f in "$ROOT"/docs/*.md; do
   [ "$(basename "$f")" = clients.md ] || pages+=("docs/$(basename "$f")")
 done
@@ -61,7 +61,7 @@ page_setup() {
   if [ "$1" = README.md ]; then
     unset PGUSER; export PGDATABASE=myapp
   else
-    PAGE_DB=docs_$(basename "$1" .md)
+    PAGE_DB=docs_$(basename "$1" .md | tr "[:upper:]" "[:lower:]")
     jb_psql -q -c "CREATE DATABASE $PAGE_DB" -c "\\c $PAGE_DB" -c "CREATE EXTENSION jobbuf" >/dev/null
     export PGUSER=postgres PGDATABASE=$PAGE_DB
   fi
@@ -79,10 +79,11 @@ while IFS=$'\t' read -r n lang where how arg prints; do
       setsid bash -c "$(declare -f run_block); BLOCKS=$BLOCKS JB_RUN=$JB_RUN JB_REDIS_PORT=$JB_REDIS_PORT run_block $n $lang" &
       BG_PIDS+=($!)
       ran=$((ran + 1))
-      if jb_wait_until "grep -qF -- '$arg' '$JB_RUN/$n.out' 2>/dev/null" 60; then
+      jb_wait_until "grep -qF -- '$arg' '$JB_RUN/$n.out' 2>/dev/null || ! kill -0 $! 2>/dev/null" 60
+      if grep -qF -- "$arg" "$JB_RUN/$n.out" 2>/dev/null; then
         pass "$where ($lang, in the background) printed \"$arg\""
       else
-        fail "$where ($lang, in the background) did not print \"$arg\" within 60 s"
+        fail "$where ($lang, in the background) did not print \"$arg\" (it exited, or 60 s passed)"
         sed 's/^/    /' "$JB_RUN/$n.out" | tail -n 15
       fi
       stop_background; continue ;;
