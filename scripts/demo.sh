@@ -34,7 +34,7 @@ stop_consumers() {
 }
 [ -z "${KEEP:-}" ] || export JB_KEEP=1
 jb_start_redis
-jb_start_postgres
+jb_start_postgres "jobbuf.database = '*'"   # as a server configured by the README
 if [ -n "${KEEP:-}" ]; then
   trap 'stop_consumers' EXIT
 else
