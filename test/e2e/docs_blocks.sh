@@ -52,13 +52,17 @@ run_block() {
   esac >"$JB_RUN/$1.out" 2>&1 </dev/null
 }
 
-# page_setup PAGE: its directory and database.
+# page_setup PAGE: its directory and database; the previous page's database is dropped (and its
+# drain worker with it), so that the pages never exceed jobbuf.max_workers.
+PAGE_DB=
 page_setup() {
   PAGE_DIR=$JB_RUN/pages/${1//\//_}
   mkdir -p "$PAGE_DIR"
   stop_background
+  [ -z "$PAGE_DB" ] || jb_psql_db postgres -q -c "DROP DATABASE IF EXISTS $PAGE_DB WITH (FORCE)" >/dev/null
   jb_redis FLUSHALL >/dev/null
   if [ "$1" = README.md ]; then
+    PAGE_DB=myapp
     unset PGUSER; export PGDATABASE=myapp
   else
     PAGE_DB=docs_$(basename "$1" .md | tr "[:upper:]" "[:lower:]")
