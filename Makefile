@@ -24,10 +24,12 @@ PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -Wno-register -Wno-missing-field-
               -Wno-unused-parameter -Wno-cast-function-type
 SHLIB_LINK  = -lhiredis -lssl -lcrypto -lstdc++
 
-# pg_regress suites for the SQL surface (sql/<name>.sql, expected/<name>.out); they need no worker.
+# pg_regress suites for the SQL surface (test/regress/sql/<name>.sql, test/regress/expected/<name>.out).
 # make installcheck is safe on a real server: setup points the regression database's worker at
 # no Redis before the extension exists there, teardown drops the database.
 REGRESS      = setup queues staging validation teardown
+REGRESS_OPTS = --inputdir=test/regress --outputdir=test/regress
+EXTRA_CLEAN  = test/regress/results test/regress/regression.diffs test/regress/regression.out
 
 # Debian's PG15 builds LLVM bitcode with clang and without PG_CXXFLAGS; jobbuf does not JIT-inline.
 override with_llvm = no

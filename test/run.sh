@@ -22,7 +22,7 @@ run_unit() {
   make -s -j"$(nproc)" -C test/unit
 }
 
-# SQL surface with expected output (sql/*.sql, expected/*.out), against a private cluster.
+# SQL surface with expected output (test/regress/sql/*.sql, test/regress/expected/*.out), against a private cluster.
 run_regress() {
   ( source test/harness/servers.sh
     jb_start_redis
@@ -31,7 +31,7 @@ run_regress() {
     tests=$(make -s -f Makefile print-regress 2>/dev/null)
     "$(dirname "$(pg_config --pgxs)")/../test/regress/pg_regress" \
       --host="$JB_PGHOST" --port="$JB_PGPORT" --user=postgres \
-      --inputdir=. --bindir="$(pg_config --bindir)" --dbname=jobbuf_regress \
+      --inputdir=test/regress --outputdir=test/regress --bindir="$(pg_config --bindir)" --dbname=jobbuf_regress \
       $tests || exit 1
     # The suites ran as make installcheck runs them on a server configured as the README says
     # (jobbuf.database '*': the regression database had a drain worker): they left no database,
