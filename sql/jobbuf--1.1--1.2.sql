@@ -705,6 +705,7 @@ DECLARE
     probe_jobs constant integer := 1000;
     probe_partitions constant integer := 64;
     start_key text;
+    from_key text;
     tried integer := 0;
 BEGIN
     IF batch IS NULL THEN
@@ -760,24 +761,19 @@ BEGIN
     IF start_key IS NULL THEN
         RETURN;
     END IF;
-    FOR candidate IN EXECUTE jobbuf.partitions_from_statement() USING q.name, start_key, probe_partitions LOOP
-        tried := tried + 1;
-        RETURN QUERY SELECT * FROM jobbuf.claim_partition(q.name, candidate.part, by_run_at, batch,
-                                                          new_group, lease, min_jobs, max_wait_for);
-        IF FOUND THEN
-            RETURN;
-        END IF;
-    END LOOP;
-    IF tried < probe_partitions THEN
-        FOR candidate IN EXECUTE jobbuf.partitions_from_statement() USING q.name, '', probe_partitions - tried LOOP
-            EXIT WHEN candidate.part >= start_key;
+    FOREACH from_key IN ARRAY ARRAY[start_key, ''] LOOP
+        EXIT WHEN tried >= probe_partitions;
+        FOR candidate IN EXECUTE jobbuf.partitions_from_statement()
+                         USING q.name, from_key, probe_partitions - tried LOOP
+            EXIT WHEN from_key = '' AND candidate.part >= start_key;  -- wrapped around
+            tried := tried + 1;
             RETURN QUERY SELECT * FROM jobbuf.claim_partition(q.name, candidate.part, by_run_at, batch,
                                                               new_group, lease, min_jobs, max_wait_for);
             IF FOUND THEN
                 RETURN;
             END IF;
         END LOOP;
-    END IF;
+    END LOOP;
 END $$;
 
 -- Fails the group's jobs (all, or those in ids) that still carry group_id, in one statement:
