@@ -559,13 +559,16 @@ $$;
 -- partitions of the first $2 ready jobs of the queue in queue order (index jobs_waiting) and of
 -- the first $2 expired leases (index jobs_leased), each ranked by its first job among them, at
 -- most $3 of them. NULL stands for the jobs without partition key (they form no partition, have
--- no in-flight limit, and compete by their own first ready job). $1 is the queue.
+-- no in-flight limit, and compete by their own first ready job). $1 is the queue, compared as
+-- (SELECT $1) so that the plan does not depend on the queue: planned for a queue that holds
+-- most rows of the table, the probe would walk jobs_pkey in id order past every claimed job
+-- (as the worker's generic plan, see jobbuf.jobs's n_distinct in 00_schema.sql).
 CREATE OR REPLACE FUNCTION jobbuf.claim_candidates_statement(by_run_at boolean)
 RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT pg_catalog.format($sql$
         WITH ready (part, id, run_at) AS (
             (SELECT j.partition_key, j.id, j.run_at FROM jobbuf.jobs j
-             WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL
+             WHERE j.queue = (SELECT $1) AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL
                AND j.run_at <= pg_catalog.now()
              ORDER BY %1$s LIMIT $2)
           UNION ALL
@@ -608,7 +611,8 @@ $$;
 -- The partition key of a waiting job of the queue picked at random (an id drawn between the
 -- queue's first and last waiting job, then the first of at most 1,000 waiting jobs from there
 -- that has a partition key); NULL when there is none. Where the second round of a bounded claim
--- starts, so that successive claims look at different partitions.
+-- starts, so that successive claims look at different partitions. (SELECT queue): as in
+-- jobbuf.claim_candidates_statement, a plan that walks jobs_waiting whatever the queue.
 CREATE FUNCTION jobbuf.random_partition(queue text)
 RETURNS text LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -617,17 +621,17 @@ DECLARE
     picked text;
 BEGIN
     SELECT j.id INTO first_id FROM jobbuf.jobs j
-    WHERE j.queue = random_partition.queue AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL
+    WHERE j.queue = (SELECT random_partition.queue) AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL
     ORDER BY j.id LIMIT 1;
     SELECT j.id INTO last_id FROM jobbuf.jobs j
-    WHERE j.queue = random_partition.queue AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL
+    WHERE j.queue = (SELECT random_partition.queue) AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL
     ORDER BY j.id DESC LIMIT 1;
     IF first_id IS NULL THEN
         RETURN NULL;
     END IF;
     SELECT w.partition_key INTO picked FROM (
         SELECT j.partition_key FROM jobbuf.jobs j
-        WHERE j.queue = random_partition.queue AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL
+        WHERE j.queue = (SELECT random_partition.queue) AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL
           AND j.id >= first_id + pg_catalog.floor(pg_catalog.random() * (last_id - first_id + 1))::bigint
         ORDER BY j.id LIMIT 1000) w
     WHERE w.partition_key IS NOT NULL LIMIT 1;

@@ -3,10 +3,12 @@
 -- Run with psql against a database where jobbuf is installed, as a superuser (it creates queues
 -- and drops them again):
 --   psql -X -v partitions=60000 -f bench/sql/claim_partitions.sql
--- It stages one job in each of :partitions partitions (at least 100 jobs) of a queue with target none, then claims
--- and completes a group 50 times (each claim in a transaction of its own, as consumers do) and
--- prints the mean and worst claim time; then it creates :queues queues (default 1000) and prints
--- how many rows jobbuf.claim_locks holds for them before any claim. Nothing is left behind.
+-- It stages one job in each of :partitions partitions (at least 100 jobs) of a queue with target
+-- none, then claims and completes a group 50 times (each claim in a transaction of its own, as
+-- consumers do) and prints the mean and worst claim time; then the same with every partition
+-- busy (a group in flight in each, a job waiting in each: 10 claims that find nothing); then it
+-- creates :queues queues (default 1000) and prints how many rows jobbuf.claim_locks holds for
+-- them before any claim. Nothing is left behind.
 \set ON_ERROR_STOP on
 \if :{?partitions}
 \else
@@ -40,6 +42,31 @@ END $$;
 SELECT :partitions AS partitions, round(avg(ms)::numeric, 2) AS claim_ms_mean,
        round(max(ms)::numeric, 2) AS claim_ms_max FROM claim_times;
 SELECT jobbuf_drop_queue('bench_claim_parts', true);
+
+-- The same number of partitions, each with a group in flight and a job waiting: claims without
+-- partition key find nothing to take (10 claims, the mean and worst).
+SELECT jobbuf_create_queue('bench_claim_busy', 'none');
+INSERT INTO jobbuf.jobs (queue, payload, partition_key, group_id, lease_until)
+SELECT 'bench_claim_busy', '{}'::jsonb, 'tenant-' || g, gen_random_uuid(), now() + interval '1 hour'
+FROM generate_series(1, :partitions) g;
+INSERT INTO jobbuf.jobs (queue, payload, partition_key)
+SELECT 'bench_claim_busy', '{}'::jsonb, 'tenant-' || g FROM generate_series(1, :partitions) g;
+VACUUM ANALYZE jobbuf.jobs;
+TRUNCATE claim_times;
+DO $$
+DECLARE
+    started timestamptz;
+BEGIN
+    FOR i IN 1..10 LOOP
+        started := clock_timestamp();
+        PERFORM FROM jobbuf_claim('bench_claim_busy', 1);
+        INSERT INTO claim_times VALUES (extract(epoch FROM clock_timestamp() - started) * 1000);
+        COMMIT;
+    END LOOP;
+END $$;
+SELECT :partitions AS busy_partitions, round(avg(ms)::numeric, 2) AS empty_claim_ms_mean,
+       round(max(ms)::numeric, 2) AS empty_claim_ms_max FROM claim_times;
+SELECT jobbuf_drop_queue('bench_claim_busy', true);
 
 SELECT count(jobbuf_create_queue('bench_claim_q' || g, 'none')) AS queues_created
 FROM generate_series(1, :queues) g;
