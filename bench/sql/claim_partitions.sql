@@ -26,19 +26,25 @@ FROM generate_series(1, greatest(:partitions, 100)) g;
 ANALYZE jobbuf.jobs;
 
 CREATE TEMP TABLE claim_times (ms float8);
-DO $$
+-- time_claims(queue, n): n claims of one job without partition key, each in a transaction of its
+-- own (completed when it took one); their times in claim_times.
+CREATE PROCEDURE pg_temp.time_claims(q text, n integer) LANGUAGE plpgsql AS $$
 DECLARE
     started timestamptz;
     gid uuid;
 BEGIN
-    FOR i IN 1..50 LOOP
+    TRUNCATE claim_times;
+    FOR i IN 1..n LOOP
         started := clock_timestamp();
-        SELECT c.group_id INTO gid FROM jobbuf_claim('bench_claim_parts', 1) c;
+        SELECT c.group_id INTO gid FROM jobbuf_claim(q, 1) c;
         INSERT INTO claim_times VALUES (extract(epoch FROM clock_timestamp() - started) * 1000);
-        PERFORM jobbuf_complete(gid);
+        IF gid IS NOT NULL THEN
+            PERFORM jobbuf_complete(gid);
+        END IF;
         COMMIT;
     END LOOP;
 END $$;
+CALL pg_temp.time_claims('bench_claim_parts', 50);
 SELECT :partitions AS partitions, round(avg(ms)::numeric, 2) AS claim_ms_mean,
        round(max(ms)::numeric, 2) AS claim_ms_max FROM claim_times;
 SELECT jobbuf_drop_queue('bench_claim_parts', true);
@@ -52,18 +58,7 @@ FROM generate_series(1, :partitions) g;
 INSERT INTO jobbuf.jobs (queue, payload, partition_key)
 SELECT 'bench_claim_busy', '{}'::jsonb, 'tenant-' || g FROM generate_series(1, :partitions) g;
 VACUUM ANALYZE jobbuf.jobs;
-TRUNCATE claim_times;
-DO $$
-DECLARE
-    started timestamptz;
-BEGIN
-    FOR i IN 1..10 LOOP
-        started := clock_timestamp();
-        PERFORM FROM jobbuf_claim('bench_claim_busy', 1);
-        INSERT INTO claim_times VALUES (extract(epoch FROM clock_timestamp() - started) * 1000);
-        COMMIT;
-    END LOOP;
-END $$;
+CALL pg_temp.time_claims('bench_claim_busy', 10);
 SELECT :partitions AS busy_partitions, round(avg(ms)::numeric, 2) AS empty_claim_ms_mean,
        round(max(ms)::numeric, 2) AS empty_claim_ms_max FROM claim_times;
 SELECT jobbuf_drop_queue('bench_claim_busy', true);
