@@ -484,6 +484,258 @@ END $$;
 REVOKE ALL ON FUNCTION jobbuf_queue_for(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION jobbuf_queue_for(text, text) TO jobbuf_producer, jobbuf_admin;
 
+-- Operations: metrics (src/sql/00_schema.sql, 30_inspection.sql, 40_claim.sql, 90_privileges.sql;
+-- docs/operations.md). The worker's census of each queue in jobbuf.queue_stats, consumer
+-- failures counted apart, jobbuf_stats() in O(queues), jobbuf_queue_metrics(), the exporter's
+-- functions and the jobbuf_monitor role.
+ALTER TABLE jobbuf.queue_stats
+    ADD COLUMN consumer_failed_total bigint,
+    ADD COLUMN ready bigint, ADD COLUMN scheduled bigint, ADD COLUMN claimed bigint,
+    ADD COLUMN held bigint, ADD COLUMN dead bigint, ADD COLUMN oldest_ready_at timestamptz,
+    ADD COLUMN delivered_last_minute bigint, ADD COLUMN queue_time_p50 interval,
+    ADD COLUMN queue_time_p99 interval, ADD COLUMN census_at timestamptz;
+-- Set by an UPDATE rather than by ADD COLUMN's default (the catalog of a fresh 1.2 has none).
+UPDATE jobbuf.queue_stats SET consumer_failed_total = 0;
+ALTER TABLE jobbuf.queue_stats
+    ALTER COLUMN consumer_failed_total SET DEFAULT 0, ALTER COLUMN consumer_failed_total SET NOT NULL;
+
+-- Consumer failures not yet counted: jobbuf_fail appends one row per call (a row of its own, so
+-- failing consumers never wait for each other or for the worker on a shared counter), and the
+-- worker's census moves them into jobbuf.queue_stats.consumer_failed_total.
+CREATE TABLE jobbuf.consumer_failures (
+    queue  text NOT NULL,
+    failed bigint NOT NULL
+);
+SELECT pg_catalog.pg_extension_config_dump('jobbuf.consumer_failures', '');
+
+CREATE FUNCTION jobbuf.take_census(queues text[] DEFAULT NULL, delivered bigint[] DEFAULT NULL,
+                                   p50_seconds float8[] DEFAULT NULL, p99_seconds float8[] DEFAULT NULL)
+RETURNS integer LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+    WITH classified AS (
+        SELECT j.queue, greatest(j.staged_at, j.run_at) AS ready_since,
+               CASE WHEN j.owner OPERATOR(pg_catalog.<>) jobbuf.installation_id() THEN 'held'
+                    WHEN j.group_id IS NOT NULL AND j.lease_until OPERATOR(pg_catalog.>) pg_catalog.now() THEN 'claimed'
+                    WHEN j.run_at OPERATOR(pg_catalog.<=) pg_catalog.now() THEN 'ready'
+                    ELSE 'scheduled' END AS state
+        FROM jobbuf.jobs j
+    ), waiting AS (
+        SELECT c.queue,
+               pg_catalog.count(*) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 'ready') AS ready,
+               pg_catalog.count(*) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 'scheduled') AS scheduled,
+               pg_catalog.count(*) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 'claimed') AS claimed,
+               pg_catalog.count(*) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 'held') AS held,
+               pg_catalog.min(c.ready_since) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 'ready') AS oldest_ready
+        FROM classified c GROUP BY c.queue
+    ), dead AS (
+        SELECT d.queue, pg_catalog.count(*) AS dead FROM jobbuf.dead d GROUP BY d.queue
+    ), folded AS (
+        DELETE FROM jobbuf.consumer_failures f RETURNING f.queue, f.failed
+    ), failures AS (
+        SELECT f.queue, pg_catalog.sum(f.failed)::bigint AS failed FROM folded f GROUP BY f.queue
+    ), minute AS (
+        SELECT m.queue, m.delivered, m.p50, m.p99
+        FROM ROWS FROM (pg_catalog.unnest(queues), pg_catalog.unnest(delivered),
+                        pg_catalog.unnest(p50_seconds), pg_catalog.unnest(p99_seconds)) AS m(queue, delivered, p50, p99)
+    ), counted AS (
+        UPDATE jobbuf.queue_stats s
+        SET ready = coalesce(w.ready, 0), scheduled = coalesce(w.scheduled, 0),
+            claimed = coalesce(w.claimed, 0), held = coalesce(w.held, 0), dead = coalesce(d.dead, 0),
+            oldest_ready_at = w.oldest_ready,
+            consumer_failed_total = s.consumer_failed_total OPERATOR(pg_catalog.+) coalesce(f.failed, 0),
+            delivered_last_minute = CASE WHEN queues IS NULL THEN s.delivered_last_minute ELSE coalesce(m.delivered, 0) END,
+            queue_time_p50 = CASE WHEN queues IS NULL THEN s.queue_time_p50 ELSE pg_catalog.make_interval(secs => m.p50) END,
+            queue_time_p99 = CASE WHEN queues IS NULL THEN s.queue_time_p99 ELSE pg_catalog.make_interval(secs => m.p99) END,
+            census_at = pg_catalog.now()
+        FROM jobbuf.queue_stats s0
+        LEFT JOIN waiting w ON w.queue OPERATOR(pg_catalog.=) s0.queue
+        LEFT JOIN dead d ON d.queue OPERATOR(pg_catalog.=) s0.queue
+        LEFT JOIN failures f ON f.queue OPERATOR(pg_catalog.=) s0.queue
+        LEFT JOIN minute m ON m.queue OPERATOR(pg_catalog.=) s0.queue
+        WHERE s.queue OPERATOR(pg_catalog.=) s0.queue
+        RETURNING s.queue
+    )
+    SELECT pg_catalog.count(*)::integer FROM counted;
+$$;
+
+CREATE FUNCTION jobbuf.uncounted_consumer_failures()
+RETURNS TABLE (queue text, failed bigint)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT f.queue, pg_catalog.sum(f.failed)::bigint FROM jobbuf.consumer_failures f GROUP BY f.queue;
+$$;
+
+CREATE OR REPLACE FUNCTION jobbuf_stats()
+RETURNS TABLE (queue text, target text, paused boolean, ready bigint, scheduled bigint,
+               claimed bigint, dead bigint, oldest_ready_age interval, delivered_total bigint,
+               failed_total bigint, last_error text, last_delivery_at timestamptz)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT q.name, q.target, q.paused,
+           coalesce(s.ready, 0), coalesce(s.scheduled, 0), coalesce(s.claimed, 0), coalesce(s.dead, 0),
+           pg_catalog.now() OPERATOR(pg_catalog.-) s.oldest_ready_at,
+           coalesce(s.delivered_total, 0),
+           coalesce(s.failed_total, 0) OPERATOR(pg_catalog.+) coalesce(s.consumer_failed_total, 0)
+               OPERATOR(pg_catalog.+) coalesce(f.failed, 0),
+           s.last_error, s.last_delivery_at
+    FROM jobbuf.queues q
+    LEFT JOIN jobbuf.queue_stats s ON s.queue OPERATOR(pg_catalog.=) q.name
+    LEFT JOIN jobbuf.uncounted_consumer_failures() f ON f.queue OPERATOR(pg_catalog.=) q.name
+    ORDER BY q.name;
+$$;
+
+CREATE FUNCTION jobbuf_queue_metrics()
+RETURNS TABLE (queue text, ready bigint, scheduled bigint, claimed bigint, held bigint, dead bigint,
+               oldest_ready_age interval, delivered_total bigint, rejected_total bigint,
+               consumer_failed_total bigint, delivered_per_second float8,
+               queue_time_p50 interval, queue_time_p99 interval)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT q.name,
+           coalesce(s.ready, 0), coalesce(s.scheduled, 0), coalesce(s.claimed, 0),
+           coalesce(s.held, 0), coalesce(s.dead, 0),
+           pg_catalog.now() OPERATOR(pg_catalog.-) s.oldest_ready_at,
+           coalesce(s.delivered_total, 0), coalesce(s.failed_total, 0),
+           coalesce(s.consumer_failed_total, 0) OPERATOR(pg_catalog.+) coalesce(f.failed, 0),
+           CASE WHEN s.census_at OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.-) interval '1 minute')
+                THEN coalesce(s.delivered_last_minute, 0)::float8 OPERATOR(pg_catalog./) 60 ELSE 0 END,
+           CASE WHEN s.census_at OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.-) interval '1 minute')
+                THEN s.queue_time_p50 END,
+           CASE WHEN s.census_at OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.-) interval '1 minute')
+                THEN s.queue_time_p99 END
+    FROM jobbuf.queues q
+    LEFT JOIN jobbuf.queue_stats s ON s.queue OPERATOR(pg_catalog.=) q.name
+    LEFT JOIN jobbuf.uncounted_consumer_failures() f ON f.queue OPERATOR(pg_catalog.=) q.name
+    ORDER BY q.name;
+$$;
+
+CREATE FUNCTION jobbuf_prometheus_queues()
+RETURNS TABLE (datname text, queue text, ready bigint, scheduled bigint, claimed bigint, held bigint,
+               dead bigint, oldest_ready_seconds float8, delivered_total bigint, failed_total bigint,
+               rejected_total bigint, consumer_failed_total bigint, delivered_per_second float8,
+               queue_time_p50_seconds float8, queue_time_p99_seconds float8)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT pg_catalog.current_database()::text, m.queue, m.ready, m.scheduled, m.claimed, m.held, m.dead,
+           coalesce(pg_catalog.date_part('epoch', m.oldest_ready_age), 0),
+           m.delivered_total, m.rejected_total OPERATOR(pg_catalog.+) m.consumer_failed_total,
+           m.rejected_total, m.consumer_failed_total, m.delivered_per_second,
+           coalesce(pg_catalog.date_part('epoch', m.queue_time_p50), 'NaN'),
+           coalesce(pg_catalog.date_part('epoch', m.queue_time_p99), 'NaN')
+    FROM @extschema@.jobbuf_queue_metrics() m;
+$$;
+
+CREATE FUNCTION jobbuf_prometheus_worker()
+RETURNS TABLE (datname text, running integer, redis_connected integer)
+LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT pg_catalog.current_database()::text,
+           coalesce(pg_catalog.bool_or(w.running), false)::integer,
+           coalesce(pg_catalog.bool_or(w.running AND w.redis_connected), false)::integer
+    FROM @extschema@.jobbuf_worker_status() w
+    WHERE w.database OPERATOR(pg_catalog.=) pg_catalog.current_database();
+$$;
+
+CREATE OR REPLACE FUNCTION jobbuf_fail(group_id uuid, error text, ids bigint[] DEFAULT NULL)
+RETURNS integer LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    gid constant uuid := jobbuf.checked_group_id(group_id);
+    message constant text := error;
+    only_ids constant bigint[] := ids;
+    handled integer;
+    retries integer := 0;
+    violated text;
+BEGIN
+    IF message IS NULL THEN
+        RAISE EXCEPTION 'jobbuf: the error of a failed group must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed',
+                  HINT = 'pass a message saying why the jobs failed; it is kept in last_error';
+    END IF;
+    LOOP
+        BEGIN
+            WITH failing AS MATERIALIZED (
+                SELECT j.id, j.queue, j.unique_key, j.attempts + 1 AS attempt,
+                       j.attempts + 1 >= coalesce((q.options->>'max_attempts')::integer, 25) AS dies,
+                       least(coalesce((q.options->>'backoff_max')::float8, 3600),
+                             coalesce((q.options->>'backoff_base')::float8, 1)
+                             * power(2::float8, least(j.attempts, 60))) AS delay
+                FROM jobbuf.jobs j JOIN jobbuf.queues q ON q.name = j.queue
+                WHERE j.group_id = gid AND (only_ids IS NULL OR j.id = ANY (only_ids))
+                FOR UPDATE OF j
+            ), counted AS (
+                -- consumer_failed_total (30_inspection.sql): a row of this call's own, no shared counter
+                INSERT INTO jobbuf.consumer_failures (queue, failed)
+                SELECT f.queue, count(*) FROM failing f GROUP BY f.queue
+            ), buried AS (
+                DELETE FROM jobbuf.jobs j USING failing f
+                WHERE j.id = f.id AND f.dies
+                RETURNING j.id, j.queue, j.payload, j.partition_key, j.unique_key, j.staged_at,
+                          f.attempt, j.last_error AS previous_error
+            ), dead_letters AS (
+                INSERT INTO jobbuf.dead (id, queue, payload, partition_key, unique_key, staged_at,
+                                         attempts, last_error, errors)
+                SELECT b.id, b.queue, b.payload, b.partition_key, b.unique_key, b.staged_at,
+                       b.attempt, message,
+                       CASE WHEN b.previous_error IS NULL THEN '[]'::jsonb
+                            ELSE jsonb_build_array(jsonb_build_object(
+                                'at', NULL, 'attempt', b.attempt - 1, 'error', b.previous_error)) END
+                       || jsonb_build_array(jsonb_build_object(
+                                'at', now(), 'attempt', b.attempt, 'error', message))
+                FROM buried b
+            ), superseded AS MATERIALIZED (
+                SELECT f.id FROM failing f
+                WHERE NOT f.dies AND f.unique_key IS NOT NULL
+                  AND (EXISTS (SELECT 1 FROM jobbuf.jobs w
+                               WHERE w.queue = f.queue AND w.unique_key = f.unique_key
+                                 AND w.group_id IS NULL)
+                       OR EXISTS (SELECT 1 FROM failing o
+                                  WHERE NOT o.dies AND o.queue = f.queue
+                                    AND o.unique_key = f.unique_key AND o.id > f.id))
+            ), dropped AS (
+                DELETE FROM jobbuf.jobs j USING superseded s WHERE j.id = s.id
+                RETURNING j.id
+            ), released AS (
+                UPDATE jobbuf.jobs j
+                SET attempts = f.attempt, last_error = message, group_id = NULL, lease_until = NULL,
+                    run_at = now() + make_interval(secs => f.delay * (0.75 + 0.25 * random()))
+                FROM failing f
+                WHERE j.id = f.id AND NOT f.dies AND f.id NOT IN (SELECT s.id FROM superseded s)
+                RETURNING j.id
+            )
+            SELECT (SELECT count(*) FROM buried) + (SELECT count(*) FROM dropped)
+                   + (SELECT count(*) FROM released)
+            INTO handled;
+            RETURN handled;
+        EXCEPTION WHEN unique_violation THEN
+            GET STACKED DIAGNOSTICS violated = CONSTRAINT_NAME;
+            retries := retries + 1;
+            IF violated IS DISTINCT FROM 'jobs_unique_waiting' OR retries > 5 THEN
+                RAISE;
+            END IF;
+            -- A job with the same unique_key was staged concurrently and has committed; the
+            -- next attempt sees it and drops the failed duplicate.
+        END;
+    END LOOP;
+END $$;
+
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) 'jobbuf_monitor') THEN
+        CREATE ROLE jobbuf_monitor NOLOGIN;
+    END IF;
+END $$;
+
+-- As 90_privileges.sql gives them (CREATE OR REPLACE keeps grants, not SECURITY DEFINER).
+REVOKE ALL ON FUNCTION jobbuf.take_census(text[], bigint[], float8[], float8[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobbuf.uncounted_consumer_failures() FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobbuf_queue_metrics() FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobbuf_prometheus_queues() FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobbuf_prometheus_worker() FROM PUBLIC;
+ALTER FUNCTION jobbuf_stats() SECURITY DEFINER;
+ALTER FUNCTION jobbuf_queue_metrics() SECURITY DEFINER;
+ALTER FUNCTION jobbuf_prometheus_queues() SECURITY DEFINER;
+ALTER FUNCTION jobbuf_prometheus_worker() SECURITY DEFINER;
+ALTER FUNCTION jobbuf_fail(uuid, text, bigint[]) SECURITY DEFINER;
+GRANT EXECUTE ON FUNCTION jobbuf_queue_metrics() TO jobbuf_producer, jobbuf_consumer, jobbuf_admin, jobbuf_monitor;
+GRANT EXECUTE ON FUNCTION jobbuf_prometheus_queues() TO jobbuf_producer, jobbuf_consumer, jobbuf_admin, jobbuf_monitor;
+GRANT EXECUTE ON FUNCTION jobbuf_prometheus_worker() TO jobbuf_producer, jobbuf_consumer, jobbuf_admin, jobbuf_monitor;
+GRANT EXECUTE ON FUNCTION jobbuf_stats() TO jobbuf_monitor;
+GRANT EXECUTE ON FUNCTION jobbuf_worker_status() TO jobbuf_monitor;
+
 -- Keep this statement last.
 -- Wakes the drain worker when this update commits: a worker running the 1.2 library against 1.1
 -- SQL waits for this update, and a statement on jobbuf.queues (its trigger) is what tells it.

@@ -1,42 +1,151 @@
 -- jobbuf: inspection (per-queue statistics, worker status).
 
--- Every job of jobbuf.jobs that is not held (60_copies.sql) is in exactly one of: claimed (its
--- group holds a lease), ready (due and not claimed, or its lease expired: a claim takes it),
--- scheduled (due later). oldest_ready_age
--- counts from when the oldest ready job became ready: greatest(staged_at, run_at).
+-- The census: the worker's count of each queue's jobs, kept in jobbuf.queue_stats so that
+-- jobbuf_stats() and jobbuf_queue_metrics() read one row per queue instead of counting jobs.
+-- The drain worker runs it at most every jobbuf.poll_interval (src/worker/queue_census.cpp),
+-- passing its last minute of deliveries per queue (queue names, deliveries, queue time p50 and
+-- p99 in seconds; NULL arrays leave those columns as they are). Every job of jobbuf.jobs is
+-- counted in exactly one of: held (its owner is not this installation, 60_copies.sql), claimed
+-- (its group holds a lease), ready (due and not claimed, or its lease expired: a claim takes
+-- it), scheduled (due later). oldest_ready_at is when the oldest ready job became ready:
+-- greatest(staged_at, run_at). Consumer failures that jobbuf_fail appended to
+-- jobbuf.consumer_failures are moved into consumer_failed_total. Superusers only (the worker).
+CREATE FUNCTION jobbuf.take_census(queues text[] DEFAULT NULL, delivered bigint[] DEFAULT NULL,
+                                   p50_seconds float8[] DEFAULT NULL, p99_seconds float8[] DEFAULT NULL)
+RETURNS integer LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+    WITH classified AS (
+        SELECT j.queue, greatest(j.staged_at, j.run_at) AS ready_since,
+               CASE WHEN j.owner OPERATOR(pg_catalog.<>) jobbuf.installation_id() THEN 'held'
+                    WHEN j.group_id IS NOT NULL AND j.lease_until OPERATOR(pg_catalog.>) pg_catalog.now() THEN 'claimed'
+                    WHEN j.run_at OPERATOR(pg_catalog.<=) pg_catalog.now() THEN 'ready'
+                    ELSE 'scheduled' END AS state
+        FROM jobbuf.jobs j
+    ), waiting AS (
+        SELECT c.queue,
+               pg_catalog.count(*) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 'ready') AS ready,
+               pg_catalog.count(*) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 'scheduled') AS scheduled,
+               pg_catalog.count(*) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 'claimed') AS claimed,
+               pg_catalog.count(*) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 'held') AS held,
+               pg_catalog.min(c.ready_since) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 'ready') AS oldest_ready
+        FROM classified c GROUP BY c.queue
+    ), dead AS (
+        SELECT d.queue, pg_catalog.count(*) AS dead FROM jobbuf.dead d GROUP BY d.queue
+    ), folded AS (
+        DELETE FROM jobbuf.consumer_failures f RETURNING f.queue, f.failed
+    ), failures AS (
+        SELECT f.queue, pg_catalog.sum(f.failed)::bigint AS failed FROM folded f GROUP BY f.queue
+    ), minute AS (
+        SELECT m.queue, m.delivered, m.p50, m.p99
+        FROM ROWS FROM (pg_catalog.unnest(queues), pg_catalog.unnest(delivered),
+                        pg_catalog.unnest(p50_seconds), pg_catalog.unnest(p99_seconds)) AS m(queue, delivered, p50, p99)
+    ), counted AS (
+        UPDATE jobbuf.queue_stats s
+        SET ready = coalesce(w.ready, 0), scheduled = coalesce(w.scheduled, 0),
+            claimed = coalesce(w.claimed, 0), held = coalesce(w.held, 0), dead = coalesce(d.dead, 0),
+            oldest_ready_at = w.oldest_ready,
+            consumer_failed_total = s.consumer_failed_total OPERATOR(pg_catalog.+) coalesce(f.failed, 0),
+            delivered_last_minute = CASE WHEN queues IS NULL THEN s.delivered_last_minute ELSE coalesce(m.delivered, 0) END,
+            queue_time_p50 = CASE WHEN queues IS NULL THEN s.queue_time_p50 ELSE pg_catalog.make_interval(secs => m.p50) END,
+            queue_time_p99 = CASE WHEN queues IS NULL THEN s.queue_time_p99 ELSE pg_catalog.make_interval(secs => m.p99) END,
+            census_at = pg_catalog.now()
+        FROM jobbuf.queue_stats s0
+        LEFT JOIN waiting w ON w.queue OPERATOR(pg_catalog.=) s0.queue
+        LEFT JOIN dead d ON d.queue OPERATOR(pg_catalog.=) s0.queue
+        LEFT JOIN failures f ON f.queue OPERATOR(pg_catalog.=) s0.queue
+        LEFT JOIN minute m ON m.queue OPERATOR(pg_catalog.=) s0.queue
+        WHERE s.queue OPERATOR(pg_catalog.=) s0.queue
+        RETURNING s.queue
+    )
+    SELECT pg_catalog.count(*)::integer FROM counted;
+$$;
+
+-- Consumer failures appended since the last census, per queue (a few rows: the census empties it).
+CREATE FUNCTION jobbuf.uncounted_consumer_failures()
+RETURNS TABLE (queue text, failed bigint)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT f.queue, pg_catalog.sum(f.failed)::bigint FROM jobbuf.consumer_failures f GROUP BY f.queue;
+$$;
+
+-- One row per queue, from jobbuf.queue_stats: O(queues), whatever the backlog. ready, scheduled,
+-- claimed, dead and oldest_ready_age are as of the worker's last census (at most
+-- jobbuf.poll_interval old while the worker runs; 0 before the first one), paused and 'none'
+-- queues included, held jobs in none of them. failed_total: the jobs Redis rejected plus those
+-- consumers failed (jobbuf_fail), these counted at once.
 CREATE FUNCTION jobbuf_stats()
 RETURNS TABLE (queue text, target text, paused boolean, ready bigint, scheduled bigint,
                claimed bigint, dead bigint, oldest_ready_age interval, delivered_total bigint,
                failed_total bigint, last_error text, last_delivery_at timestamptz)
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-    WITH classified AS (
-        SELECT j.queue, greatest(j.staged_at, j.run_at) AS ready_since,
-               CASE WHEN j.group_id IS NOT NULL AND j.lease_until > now() THEN 'claimed'
-                    WHEN j.run_at <= now() THEN 'ready'
-                    ELSE 'scheduled' END AS state
-        FROM jobbuf.jobs j
-        WHERE j.owner OPERATOR(pg_catalog.=) jobbuf.installation_id()
-    ), waiting AS (
-        SELECT c.queue,
-               count(*) FILTER (WHERE c.state = 'ready') AS ready,
-               count(*) FILTER (WHERE c.state = 'scheduled') AS scheduled,
-               count(*) FILTER (WHERE c.state = 'claimed') AS claimed,
-               min(c.ready_since) FILTER (WHERE c.state = 'ready') AS oldest_ready
-        FROM classified c GROUP BY c.queue
-    ), dead AS (
-        SELECT d.queue, count(*) AS dead FROM jobbuf.dead d GROUP BY d.queue
-    )
     SELECT q.name, q.target, q.paused,
-           coalesce(w.ready, 0), coalesce(w.scheduled, 0), coalesce(w.claimed, 0),
-           coalesce(d.dead, 0),
-           CASE WHEN w.oldest_ready IS NOT NULL THEN now() - w.oldest_ready END,
-           coalesce(s.delivered_total, 0), coalesce(s.failed_total, 0),
+           coalesce(s.ready, 0), coalesce(s.scheduled, 0), coalesce(s.claimed, 0), coalesce(s.dead, 0),
+           pg_catalog.now() OPERATOR(pg_catalog.-) s.oldest_ready_at,
+           coalesce(s.delivered_total, 0),
+           coalesce(s.failed_total, 0) OPERATOR(pg_catalog.+) coalesce(s.consumer_failed_total, 0)
+               OPERATOR(pg_catalog.+) coalesce(f.failed, 0),
            s.last_error, s.last_delivery_at
     FROM jobbuf.queues q
-    LEFT JOIN waiting w ON w.queue = q.name
-    LEFT JOIN dead d ON d.queue = q.name
-    LEFT JOIN jobbuf.queue_stats s ON s.queue = q.name
+    LEFT JOIN jobbuf.queue_stats s ON s.queue OPERATOR(pg_catalog.=) q.name
+    LEFT JOIN jobbuf.uncounted_consumer_failures() f ON f.queue OPERATOR(pg_catalog.=) q.name
     ORDER BY q.name;
+$$;
+
+-- Per queue, what an operator alerts on (docs/operations.md): the census counts as in
+-- jobbuf_stats() plus held; the totals, Redis rejections and consumer failures apart; and the
+-- worker's last minute of deliveries: delivered_per_second (deliveries of the last 60 s / 60)
+-- and the time in queue, from greatest(staged_at, run_at) to delivery, p50 and p99 (NULL when
+-- nothing was delivered in that minute). The minute is the one before the last census; a
+-- census older than a minute (no worker) shows 0 and NULL.
+CREATE FUNCTION jobbuf_queue_metrics()
+RETURNS TABLE (queue text, ready bigint, scheduled bigint, claimed bigint, held bigint, dead bigint,
+               oldest_ready_age interval, delivered_total bigint, rejected_total bigint,
+               consumer_failed_total bigint, delivered_per_second float8,
+               queue_time_p50 interval, queue_time_p99 interval)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT q.name,
+           coalesce(s.ready, 0), coalesce(s.scheduled, 0), coalesce(s.claimed, 0),
+           coalesce(s.held, 0), coalesce(s.dead, 0),
+           pg_catalog.now() OPERATOR(pg_catalog.-) s.oldest_ready_at,
+           coalesce(s.delivered_total, 0), coalesce(s.failed_total, 0),
+           coalesce(s.consumer_failed_total, 0) OPERATOR(pg_catalog.+) coalesce(f.failed, 0),
+           CASE WHEN s.census_at OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.-) interval '1 minute')
+                THEN coalesce(s.delivered_last_minute, 0)::float8 OPERATOR(pg_catalog./) 60 ELSE 0 END,
+           CASE WHEN s.census_at OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.-) interval '1 minute')
+                THEN s.queue_time_p50 END,
+           CASE WHEN s.census_at OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.-) interval '1 minute')
+                THEN s.queue_time_p99 END
+    FROM jobbuf.queues q
+    LEFT JOIN jobbuf.queue_stats s ON s.queue OPERATOR(pg_catalog.=) q.name
+    LEFT JOIN jobbuf.uncounted_consumer_failures() f ON f.queue OPERATOR(pg_catalog.=) q.name
+    ORDER BY q.name;
+$$;
+
+-- What the Prometheus exporter reads (contrib/prometheus/queries.yaml): the metrics above in
+-- seconds and with the database's name, so that the exporter's file holds no SQL of its own.
+CREATE FUNCTION jobbuf_prometheus_queues()
+RETURNS TABLE (datname text, queue text, ready bigint, scheduled bigint, claimed bigint, held bigint,
+               dead bigint, oldest_ready_seconds float8, delivered_total bigint, failed_total bigint,
+               rejected_total bigint, consumer_failed_total bigint, delivered_per_second float8,
+               queue_time_p50_seconds float8, queue_time_p99_seconds float8)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT pg_catalog.current_database()::text, m.queue, m.ready, m.scheduled, m.claimed, m.held, m.dead,
+           coalesce(pg_catalog.date_part('epoch', m.oldest_ready_age), 0),
+           m.delivered_total, m.rejected_total OPERATOR(pg_catalog.+) m.consumer_failed_total,
+           m.rejected_total, m.consumer_failed_total, m.delivered_per_second,
+           coalesce(pg_catalog.date_part('epoch', m.queue_time_p50), 'NaN'),
+           coalesce(pg_catalog.date_part('epoch', m.queue_time_p99), 'NaN')
+    FROM @extschema@.jobbuf_queue_metrics() m;
+$$;
+
+-- This database's drain worker for the exporter: running 0/1 and redis_connected 0/1 (0 when no
+-- worker runs), one row whatever jobbuf_worker_status() says about other databases.
+CREATE FUNCTION jobbuf_prometheus_worker()
+RETURNS TABLE (datname text, running integer, redis_connected integer)
+LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT pg_catalog.current_database()::text,
+           coalesce(pg_catalog.bool_or(w.running), false)::integer,
+           coalesce(pg_catalog.bool_or(w.running AND w.redis_connected), false)::integer
+    FROM @extschema@.jobbuf_worker_status() w
+    WHERE w.database OPERATOR(pg_catalog.=) pg_catalog.current_database();
 $$;
 
 -- One row per drain worker of the server (one per database; counters since its worker slot was
