@@ -507,6 +507,7 @@ CREATE TABLE jobbuf.consumer_failures (
     failed bigint NOT NULL
 );
 SELECT pg_catalog.pg_extension_config_dump('jobbuf.consumer_failures', '');
+GRANT SELECT ON jobbuf.consumer_failures TO jobbuf_admin;
 
 CREATE FUNCTION jobbuf.take_census(queues text[] DEFAULT NULL, delivered bigint[] DEFAULT NULL,
                                    p50_seconds float8[] DEFAULT NULL, p99_seconds float8[] DEFAULT NULL)
