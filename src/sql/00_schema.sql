@@ -22,8 +22,9 @@ COMMENT ON TABLE jobbuf.queues IS 'one row per queue; change it only through job
 -- (dead letters of the worker); consumer_failed_total the jobs jobbuf_fail handled, folded in
 -- from jobbuf.consumer_failures by the worker's census. The census columns (ready ... census_at)
 -- are the worker's count of the queue's jobs and its last minute of deliveries, refreshed at
--- most every jobbuf.poll_interval (src/worker/queue_census.cpp; NULL before the first census):
--- jobbuf_stats() and jobbuf_queue_metrics() read them instead of counting jobs.
+-- most every jobbuf.poll_interval (src/worker/queue_census.cpp; NULL before the first census)
+-- by the installation census_by: jobbuf_stats() and jobbuf_queue_metrics() read them instead of
+-- counting jobs, and ignore those a restored dump or a copy carried from its original.
 CREATE TABLE jobbuf.queue_stats (
     queue            text PRIMARY KEY REFERENCES jobbuf.queues (name) ON DELETE CASCADE,
     delivered_total  bigint NOT NULL DEFAULT 0,
@@ -41,7 +42,8 @@ CREATE TABLE jobbuf.queue_stats (
     delivered_last_minute bigint,
     queue_time_p50   interval,
     queue_time_p99   interval,
-    census_at        timestamptz
+    census_at        timestamptz,
+    census_by        uuid
 );
 
 -- Consumer failures not yet counted: jobbuf_fail appends one row per call (a row of its own, so

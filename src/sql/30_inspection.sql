@@ -9,29 +9,42 @@
 -- (its group holds a lease), ready (due and not claimed, or its lease expired: a claim takes
 -- it), scheduled (due later). oldest_ready_at is when the oldest ready job became ready:
 -- greatest(staged_at, run_at). Consumer failures that jobbuf_fail appended to
--- jobbuf.consumer_failures are moved into consumer_failed_total. Superusers only (the worker).
+-- jobbuf.consumer_failures are moved into consumer_failed_total. Returns the number of queues
+-- counted. Superusers only (the worker).
 CREATE FUNCTION jobbuf.take_census(queues text[] DEFAULT NULL, delivered bigint[] DEFAULT NULL,
                                    p50_seconds float8[] DEFAULT NULL, p99_seconds float8[] DEFAULT NULL)
 RETURNS integer LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
-    WITH classified AS (
-        SELECT j.queue, greatest(j.staged_at, j.run_at) AS ready_since,
-               CASE WHEN j.owner OPERATOR(pg_catalog.<>) jobbuf.installation_id() THEN 'held'
-                    WHEN j.group_id IS NOT NULL AND j.lease_until OPERATOR(pg_catalog.>) pg_catalog.now() THEN 'claimed'
-                    WHEN j.run_at OPERATOR(pg_catalog.<=) pg_catalog.now() THEN 'ready'
-                    ELSE 'scheduled' END AS state
-        FROM jobbuf.jobs j
+    WITH own AS (
+        SELECT jobbuf.installation_id() AS id, pg_catalog.now() AS now
     ), waiting AS (
-        SELECT c.queue,
-               pg_catalog.count(*) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 'ready') AS ready,
-               pg_catalog.count(*) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 'scheduled') AS scheduled,
-               pg_catalog.count(*) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 'claimed') AS claimed,
-               pg_catalog.count(*) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 'held') AS held,
-               pg_catalog.min(c.ready_since) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 'ready') AS oldest_ready
-        FROM classified c GROUP BY c.queue
+        -- One pass over jobbuf.jobs, the identity and now() read once.
+        SELECT j.queue,
+               pg_catalog.count(*) FILTER (WHERE j.owner OPERATOR(pg_catalog.=) o.id AND j.group_id IS NOT NULL
+                                                 AND j.lease_until OPERATOR(pg_catalog.>) o.now) AS claimed,
+               pg_catalog.count(*) FILTER (WHERE j.owner OPERATOR(pg_catalog.=) o.id
+                                                 AND j.run_at OPERATOR(pg_catalog.<=) o.now
+                                                 AND NOT (j.group_id IS NOT NULL AND j.lease_until OPERATOR(pg_catalog.>) o.now)) AS ready,
+               pg_catalog.count(*) FILTER (WHERE j.owner OPERATOR(pg_catalog.=) o.id
+                                                 AND j.run_at OPERATOR(pg_catalog.>) o.now
+                                                 AND NOT (j.group_id IS NOT NULL AND j.lease_until OPERATOR(pg_catalog.>) o.now)) AS scheduled,
+               pg_catalog.count(*) FILTER (WHERE j.owner OPERATOR(pg_catalog.<>) o.id) AS held,
+               pg_catalog.min(greatest(j.staged_at, j.run_at))
+                   FILTER (WHERE j.owner OPERATOR(pg_catalog.=) o.id AND j.run_at OPERATOR(pg_catalog.<=) o.now
+                                 AND NOT (j.group_id IS NOT NULL AND j.lease_until OPERATOR(pg_catalog.>) o.now)) AS oldest_ready
+        FROM jobbuf.jobs j CROSS JOIN own o
+        GROUP BY j.queue
     ), dead AS (
         SELECT d.queue, pg_catalog.count(*) AS dead FROM jobbuf.dead d GROUP BY d.queue
+    ), counted_queues AS (
+        -- A row another transaction holds (a manual census in a long transaction) is counted
+        -- next time: the worker never waits for it.
+        SELECT l.queue FROM jobbuf.queue_stats l FOR UPDATE SKIP LOCKED
     ), folded AS (
-        DELETE FROM jobbuf.consumer_failures f RETURNING f.queue, f.failed
+        -- The failures of the queues counted now, and those of dropped queues.
+        DELETE FROM jobbuf.consumer_failures f
+        WHERE f.queue OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT cq.queue FROM counted_queues cq))
+           OR NOT EXISTS (SELECT 1 FROM jobbuf.queue_stats e WHERE e.queue OPERATOR(pg_catalog.=) f.queue)
+        RETURNING f.queue, f.failed
     ), failures AS (
         SELECT f.queue, pg_catalog.sum(f.failed)::bigint AS failed FROM folded f GROUP BY f.queue
     ), minute AS (
@@ -47,8 +60,8 @@ RETURNS integer LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $
             delivered_last_minute = CASE WHEN queues IS NULL THEN s.delivered_last_minute ELSE coalesce(m.delivered, 0) END,
             queue_time_p50 = CASE WHEN queues IS NULL THEN s.queue_time_p50 ELSE pg_catalog.make_interval(secs => m.p50) END,
             queue_time_p99 = CASE WHEN queues IS NULL THEN s.queue_time_p99 ELSE pg_catalog.make_interval(secs => m.p99) END,
-            census_at = pg_catalog.now()
-        FROM jobbuf.queue_stats s0
+            census_at = pg_catalog.now(), census_by = jobbuf.installation_id()
+        FROM counted_queues s0
         LEFT JOIN waiting w ON w.queue OPERATOR(pg_catalog.=) s0.queue
         LEFT JOIN dead d ON d.queue OPERATOR(pg_catalog.=) s0.queue
         LEFT JOIN failures f ON f.queue OPERATOR(pg_catalog.=) s0.queue
@@ -59,11 +72,29 @@ RETURNS integer LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $
     SELECT pg_catalog.count(*)::integer FROM counted;
 $$;
 
--- Consumer failures appended since the last census, per queue (a few rows: the census empties it).
-CREATE FUNCTION jobbuf.uncounted_consumer_failures()
-RETURNS TABLE (queue text, failed bigint)
+-- Each queue's counters as jobbuf_stats() and jobbuf_queue_metrics() show them: the census
+-- counts only when this installation took them (a restored dump or a copy carries its original's
+-- until its own worker counts again), consumer failures appended since the last census added.
+CREATE FUNCTION jobbuf.queue_counters()
+RETURNS TABLE (queue text, target text, paused boolean, ready bigint, scheduled bigint, claimed bigint,
+               held bigint, dead bigint, oldest_ready_at timestamptz, delivered_total bigint,
+               rejected_total bigint, consumer_failed_total bigint, last_error text,
+               last_delivery_at timestamptz, delivered_last_minute bigint, queue_time_p50 interval,
+               queue_time_p99 interval, census_at timestamptz)
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT f.queue, pg_catalog.sum(f.failed)::bigint FROM jobbuf.consumer_failures f GROUP BY f.queue;
+    SELECT q.name, q.target, q.paused,
+           coalesce(c.ready, 0), coalesce(c.scheduled, 0), coalesce(c.claimed, 0),
+           coalesce(c.held, 0), coalesce(c.dead, 0), c.oldest_ready_at,
+           coalesce(s.delivered_total, 0), coalesce(s.failed_total, 0),
+           coalesce(s.consumer_failed_total, 0) OPERATOR(pg_catalog.+) coalesce(f.failed, 0),
+           s.last_error, s.last_delivery_at,
+           c.delivered_last_minute, c.queue_time_p50, c.queue_time_p99, c.census_at
+    FROM jobbuf.queues q
+    LEFT JOIN jobbuf.queue_stats s ON s.queue OPERATOR(pg_catalog.=) q.name
+    LEFT JOIN jobbuf.queue_stats c ON c.queue OPERATOR(pg_catalog.=) q.name
+                                  AND c.census_by OPERATOR(pg_catalog.=) jobbuf.installation_id()
+    LEFT JOIN (SELECT u.queue, pg_catalog.sum(u.failed)::bigint AS failed
+               FROM jobbuf.consumer_failures u GROUP BY u.queue) f ON f.queue OPERATOR(pg_catalog.=) q.name;
 $$;
 
 -- One row per queue, from jobbuf.queue_stats: O(queues), whatever the backlog. ready, scheduled,
@@ -76,17 +107,11 @@ RETURNS TABLE (queue text, target text, paused boolean, ready bigint, scheduled 
                claimed bigint, dead bigint, oldest_ready_age interval, delivered_total bigint,
                failed_total bigint, last_error text, last_delivery_at timestamptz)
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT q.name, q.target, q.paused,
-           coalesce(s.ready, 0), coalesce(s.scheduled, 0), coalesce(s.claimed, 0), coalesce(s.dead, 0),
-           pg_catalog.now() OPERATOR(pg_catalog.-) s.oldest_ready_at,
-           coalesce(s.delivered_total, 0),
-           coalesce(s.failed_total, 0) OPERATOR(pg_catalog.+) coalesce(s.consumer_failed_total, 0)
-               OPERATOR(pg_catalog.+) coalesce(f.failed, 0),
-           s.last_error, s.last_delivery_at
-    FROM jobbuf.queues q
-    LEFT JOIN jobbuf.queue_stats s ON s.queue OPERATOR(pg_catalog.=) q.name
-    LEFT JOIN jobbuf.uncounted_consumer_failures() f ON f.queue OPERATOR(pg_catalog.=) q.name
-    ORDER BY q.name;
+    SELECT c.queue, c.target, c.paused, c.ready, c.scheduled, c.claimed, c.dead,
+           pg_catalog.now() OPERATOR(pg_catalog.-) c.oldest_ready_at, c.delivered_total,
+           c.rejected_total OPERATOR(pg_catalog.+) c.consumer_failed_total, c.last_error, c.last_delivery_at
+    FROM jobbuf.queue_counters() c
+    ORDER BY c.queue;
 $$;
 
 -- Per queue, what an operator alerts on (docs/operations.md): the census counts as in
@@ -101,22 +126,15 @@ RETURNS TABLE (queue text, ready bigint, scheduled bigint, claimed bigint, held 
                consumer_failed_total bigint, delivered_per_second float8,
                queue_time_p50 interval, queue_time_p99 interval)
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT q.name,
-           coalesce(s.ready, 0), coalesce(s.scheduled, 0), coalesce(s.claimed, 0),
-           coalesce(s.held, 0), coalesce(s.dead, 0),
-           pg_catalog.now() OPERATOR(pg_catalog.-) s.oldest_ready_at,
-           coalesce(s.delivered_total, 0), coalesce(s.failed_total, 0),
-           coalesce(s.consumer_failed_total, 0) OPERATOR(pg_catalog.+) coalesce(f.failed, 0),
-           CASE WHEN s.census_at OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.-) interval '1 minute')
-                THEN coalesce(s.delivered_last_minute, 0)::float8 OPERATOR(pg_catalog./) 60 ELSE 0 END,
-           CASE WHEN s.census_at OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.-) interval '1 minute')
-                THEN s.queue_time_p50 END,
-           CASE WHEN s.census_at OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.-) interval '1 minute')
-                THEN s.queue_time_p99 END
-    FROM jobbuf.queues q
-    LEFT JOIN jobbuf.queue_stats s ON s.queue OPERATOR(pg_catalog.=) q.name
-    LEFT JOIN jobbuf.uncounted_consumer_failures() f ON f.queue OPERATOR(pg_catalog.=) q.name
-    ORDER BY q.name;
+    SELECT c.queue, c.ready, c.scheduled, c.claimed, c.held, c.dead,
+           pg_catalog.now() OPERATOR(pg_catalog.-) c.oldest_ready_at,
+           c.delivered_total, c.rejected_total, c.consumer_failed_total,
+           CASE WHEN recent THEN coalesce(c.delivered_last_minute, 0)::float8 OPERATOR(pg_catalog./) 60 ELSE 0 END,
+           CASE WHEN recent THEN c.queue_time_p50 END,
+           CASE WHEN recent THEN c.queue_time_p99 END
+    FROM jobbuf.queue_counters() c,
+         LATERAL (SELECT c.census_at OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.-) interval '1 minute')) r(recent)
+    ORDER BY c.queue;
 $$;
 
 -- What the Prometheus exporter reads (contrib/prometheus/queries.yaml): the metrics above in
