@@ -525,23 +525,24 @@ CREATE FUNCTION jobbuf.take_census(queues text[] DEFAULT NULL, delivered bigint[
 RETURNS integer LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
     WITH own AS (
         SELECT jobbuf.installation_id() AS id, pg_catalog.now() AS now
-    ), waiting AS (
-        -- One pass over jobbuf.jobs, the identity and now() read once.
-        SELECT j.queue,
-               pg_catalog.count(*) FILTER (WHERE j.owner OPERATOR(pg_catalog.=) o.id AND j.group_id IS NOT NULL
-                                                 AND j.lease_until OPERATOR(pg_catalog.>) o.now) AS claimed,
-               pg_catalog.count(*) FILTER (WHERE j.owner OPERATOR(pg_catalog.=) o.id
-                                                 AND j.run_at OPERATOR(pg_catalog.<=) o.now
-                                                 AND NOT (j.group_id IS NOT NULL AND j.lease_until OPERATOR(pg_catalog.>) o.now)) AS ready,
-               pg_catalog.count(*) FILTER (WHERE j.owner OPERATOR(pg_catalog.=) o.id
-                                                 AND j.run_at OPERATOR(pg_catalog.>) o.now
-                                                 AND NOT (j.group_id IS NOT NULL AND j.lease_until OPERATOR(pg_catalog.>) o.now)) AS scheduled,
-               pg_catalog.count(*) FILTER (WHERE j.owner OPERATOR(pg_catalog.<>) o.id) AS held,
-               pg_catalog.min(greatest(j.staged_at, j.run_at))
-                   FILTER (WHERE j.owner OPERATOR(pg_catalog.=) o.id AND j.run_at OPERATOR(pg_catalog.<=) o.now
-                                 AND NOT (j.group_id IS NOT NULL AND j.lease_until OPERATOR(pg_catalog.>) o.now)) AS oldest_ready
+    ), by_state AS (
+        -- One pass over jobbuf.jobs, the identity and now() read once, each job's state computed
+        -- once: 0 ready, 1 scheduled, 2 claimed, 3 held.
+        SELECT j.queue, t.state, pg_catalog.count(*) AS jobs, pg_catalog.min(greatest(j.staged_at, j.run_at)) AS since
         FROM jobbuf.jobs j CROSS JOIN own o
-        GROUP BY j.queue
+        CROSS JOIN LATERAL (SELECT CASE WHEN j.owner OPERATOR(pg_catalog.<>) o.id THEN 3
+                                        WHEN j.group_id IS NOT NULL AND j.lease_until OPERATOR(pg_catalog.>) o.now THEN 2
+                                        WHEN j.run_at OPERATOR(pg_catalog.<=) o.now THEN 0
+                                        ELSE 1 END) t(state)
+        GROUP BY j.queue, t.state
+    ), waiting AS (
+        SELECT b.queue,
+               pg_catalog.sum(b.jobs) FILTER (WHERE b.state OPERATOR(pg_catalog.=) 0)::bigint AS ready,
+               pg_catalog.sum(b.jobs) FILTER (WHERE b.state OPERATOR(pg_catalog.=) 1)::bigint AS scheduled,
+               pg_catalog.sum(b.jobs) FILTER (WHERE b.state OPERATOR(pg_catalog.=) 2)::bigint AS claimed,
+               pg_catalog.sum(b.jobs) FILTER (WHERE b.state OPERATOR(pg_catalog.=) 3)::bigint AS held,
+               pg_catalog.min(b.since) FILTER (WHERE b.state OPERATOR(pg_catalog.=) 0) AS oldest_ready
+        FROM by_state b GROUP BY b.queue
     ), dead AS (
         SELECT d.queue, pg_catalog.count(*) AS dead FROM jobbuf.dead d GROUP BY d.queue
     ), counted_queues AS (
