@@ -31,6 +31,8 @@ expect_eq "a consumer fails the 5 jobs it claimed" \
   "$(jb_sql "SELECT jobbuf_fail(g, 'broken') FROM (SELECT DISTINCT group_id g FROM jobbuf_claim('claims', 10)) c")" 5
 jb_sql "SELECT jobbuf_stage('flow', jsonb_build_object('n', n)) FROM generate_series(1, 200) n" >/dev/null
 expect_list_reaches jobbuf:flow 200 30 "200 jobs delivered before the exporter starts"
+wait_delivered 200 || fail "the worker did not count the 200 deliveries"
+wait_census || fail "no census after the deliveries"   # what publishes the minute's rate and times
 
 # The exporter, on a free port, one DSN per database, as docs/operations.md runs it: only jobbuf's
 # queries (the server-wide ones would be collected once per DSN of the same server, which 0.11
@@ -87,6 +89,8 @@ wait "$producer"
 expect_list_reaches jobbuf:flow 400 30 "the producer's 200 jobs delivered"
 check "delivered_total reaches 400 (seen $during while jobs flowed)" until_metric "jobbuf_queue_delivered_total $JB_DB flow" 400 10
 check "delivered_total grew while jobs flowed (200 < $during)" [ "$during" -gt 200 ]
+wait_census || fail "no census after the deliveries"
+scrape
 rate=$(metric jobbuf_queue_delivered_per_second "$JB_DB" flow)
 check "delivered_per_second over the last minute is positive ($rate)" awk -v v="$rate" 'BEGIN { exit !(v > 0) }'
 
