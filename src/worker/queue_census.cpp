@@ -128,10 +128,6 @@ void run_census(void)
         HASH_SEQ_STATUS scan;
         hash_seq_init(&scan, minutes);
         while (auto* entry = static_cast<QueueMinute*>(hash_seq_search(&scan))) {
-            if (count >= n) {
-                hash_seq_term(&scan);
-                break;
-            }
             uint32 waited[kBuckets] = {0};
             int64 jobs = 0, total = 0;
             for (const auto& s : entry->slots) {
@@ -143,6 +139,12 @@ void run_census(void)
                     waited[b] += s.waited[b];
                     jobs += s.waited[b];
                 }
+            }
+            if (total == 0 && jobs == 0) {
+                // Nothing in the last minute (or a dropped queue): forgotten until it delivers again;
+                // take_census shows 0 and NULL for a queue the arrays do not name.
+                hash_search(minutes, entry->queue, HASH_REMOVE, nullptr);
+                continue;
             }
             double median = percentile(waited, jobs, 0.5), high = percentile(waited, jobs, 0.99);
             names[count] = CStringGetTextDatum(entry->queue);
