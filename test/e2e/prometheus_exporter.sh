@@ -20,7 +20,7 @@ jb_psql -q -o /dev/null \
   -c "CREATE ROLE scraper LOGIN" -c "GRANT pg_monitor, jobbuf_monitor TO scraper" \
   -c "SELECT jobbuf_create_queue('flow', 'list')" \
   -c "SELECT jobbuf_create_queue('parked', 'list')" -c "SELECT jobbuf_pause('parked')" \
-  -c "SELECT jobbuf_create_queue('claims', 'none')"
+  -c "SELECT jobbuf_create_queue('claims', 'none', '{\"backoff_base\": 3600}')"
 wait_redis_connected || fail "the worker did not connect to Redis"
 
 # The paused queue's backlog: 7 ready, 2 due in an hour. Five claimed jobs that the consumer fails.
