@@ -63,6 +63,13 @@ if num(r["db_drain_one"])
   add.("wake-up latency, #{r["db_lat_count"]} databases p50 (ms)", num(r["db_lat_p50"]), "", nil, nil, "(info)", nil)
   add.("wake-up latency, #{r["db_lat_count"]} databases p99 (ms)", num(r["db_lat_p99"]), "", nil, nil, "(info)", nil)
 end
+if (b = num(r["scrape_before_ms"])) && (a = num(r["scrape_after_ms"]))
+  jobs = fmt(num(r["scrape_jobs"]))
+  add.("scrape: jobbuf_stats(), #{jobs} jobs waiting (ms)", a, "1.1 jobbuf_stats (counts jobs)", b, b / a, "O(queues): faster", a < b)
+  pm = num(r["scrape_prom_ms"])
+  add.("  exporter's queries (queues + worker) (ms)", pm, "1.1 jobbuf_stats (counts jobs)", b, b / pm, "(info)", nil) if pm
+  add.("  the worker's census (ms, every #{r["scrape_census_every_s"]} s)", num(r["scrape_census_ms"]), "1.1 jobbuf_stats (counts jobs)", b, nil, "(info)", nil)
+end
 if num(r["lat_idle_p50"])
   add.("latency idle p50 (ms)", num(r["lat_idle_p50"]), "target", 1.0, num(r["lat_idle_p50"]) / 1.0, "<= 1 ms", num(r["lat_idle_p50"]) <= 1.0)
   add.("latency idle p99 (ms)", num(r["lat_idle_p99"]), "target", 5.0, num(r["lat_idle_p99"]) / 5.0, "<= 5 ms", num(r["lat_idle_p99"]) <= 5.0)

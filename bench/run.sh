@@ -19,7 +19,7 @@
 #                                  transactions at RATE jobs/s (70%: of the measured single-job staging rate),
 #                                  HOLD a REPEATABLE READ snapshot held for N s at a time, the whole run (all),
 #                                  or pg_dump's lock on jobbuf.jobs (dump: ACCESS SHARE held with the snapshot)
-#   BENCH_PHASES [drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients]   a subset to run; add "profile" for a perf profile
+#   BENCH_PHASES [drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients scrape]   a subset to run; add "profile" for a perf profile
 #   BENCH_AJ_SECONDS [5] BENCH_AJ_ROUNDS [2]   each run and the rounds of the activejob phase
 #   BENCH_REDISPROD_JOBS [BENCH_JOBS/4]  jobs per drain of the redisprod phase (TLS vs plain, min_replicas)
 #   BENCH_CLUSTER_JOBS [BENCH_JOBS/4]    jobs per drain of the cluster phase (3-master Redis Cluster vs one Redis)
@@ -28,6 +28,9 @@
 #   BENCH_CLIENTS_SECONDS [5] BENCH_CLIENTS_ROUNDS [2]   each run and the rounds of the clients phase
 #   BENCH_DB_JOBS [500000]         jobs per database in the "databases" phase (one vs two databases draining)
 #   BENCH_DB_COUNT [50]            databases with the extension for the "databases" phase's wake-up latency
+#   BENCH_SCRAPE_JOBS [1000000]   the backlog (a paused queue) of the "scrape" phase: what one metrics scrape
+#                                  costs, 1.1's jobbuf_stats (counts jobs) vs 1.2's (reads the worker's census)
+#   BENCH_SCRAPE_CALLS [20]        calls of each query in the "scrape" phase (the table shows the mean)
 #   BENCH_BUILD [1]                0: skip `make && make install` (use the installed extension)
 #   BENCH_PG_CONF []               extra postgresql.conf lines (diagnostics, e.g. auto_explain)
 #   JB_KEEP [] (harness)           keep the run directory (logs, perf data) after the run
@@ -44,7 +47,9 @@ BENCH_LAT_SECONDS=${BENCH_LAT_SECONDS:-10}
 BENCH_SUSTAIN_SECONDS=${BENCH_SUSTAIN_SECONDS:-60}
 BENCH_SUSTAIN_RATE=${BENCH_SUSTAIN_RATE:-}
 BENCH_FSYNC=${BENCH_FSYNC:-off}
-BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients}
+BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients scrape}
+BENCH_SCRAPE_JOBS=${BENCH_SCRAPE_JOBS:-1000000}
+BENCH_SCRAPE_CALLS=${BENCH_SCRAPE_CALLS:-20}
 BENCH_SNAPSHOT_SECONDS=${BENCH_SNAPSHOT_SECONDS:-60}
 BENCH_SNAPSHOT_RUNS=${BENCH_SNAPSHOT_RUNS:-800:120 2000:all 2000:dump 70%:all}
 BENCH_DB_JOBS=${BENCH_DB_JOBS:-500000}
@@ -758,6 +763,38 @@ phase_databases() {
   result db_lat_p50 "$p50"; result db_lat_p99 "$p99"; result db_lat_max "$max"; result db_lat_count "$BENCH_DB_COUNT"
 }
 
+# --- 7. what a metrics scrape costs -------------------------------------------------------------
+# query_ms SQL: the mean latency of SQL over BENCH_SCRAPE_CALLS calls (one pgbench client).
+query_ms() {
+  local file=$JB_RUN/scrape_query.sql out
+  printf '%s\n' "$1" >"$file"
+  out=$(pgbench -n -c 1 -t "$BENCH_SCRAPE_CALLS" -f "$file" 2>&1) || { echo "$out" >&2; fail "pgbench: $1"; }
+  echo "$out" | awk '/^latency average = / { print $4; exit }'
+}
+
+phase_scrape() {
+  say "scrape: one metrics scrape with a backlog of $BENCH_SCRAPE_JOBS jobs (a paused queue), ${BENCH_SCRAPE_CALLS} calls each"
+  local old_sql before after prom census every
+  jb_psql -q -o /dev/null -c "SELECT jobbuf_create_queue('bench_scrape', 'list')" -c "SELECT jobbuf_pause('bench_scrape')"
+  prestage jobbuf.jobs bench_scrape "$BENCH_SCRAPE_JOBS"
+  jb_wait_until "[ \"\$(jb_sql \"SELECT ready FROM jobbuf_stats() WHERE queue = 'bench_scrape'\")\" = $BENCH_SCRAPE_JOBS ]" 120 \
+    || fail "the worker's census did not count the backlog in 120 s"
+  # 1.1's jobbuf_stats(), run as SQL: it classifies and counts every job at each call.
+  old_sql=$(awk '/^CREATE FUNCTION jobbuf_stats\(\)/ { f = 1 } f && /AS \$\$$/ { body = 1; next } body && /^\$\$;/ { exit } body { print }' sql/jobbuf--1.1.sql)
+  [ -n "$old_sql" ] || fail "no jobbuf_stats() in sql/jobbuf--1.1.sql"
+  before=$(query_ms "$old_sql;")
+  after=$(query_ms "SELECT * FROM jobbuf_stats();")
+  prom=$(query_ms "SELECT * FROM jobbuf_prometheus_queues(); SELECT * FROM jobbuf_prometheus_worker();")
+  census=$(query_ms "SELECT jobbuf.take_census();")
+  every=$(awk -v c="$census" -v p="$(jb_sql "SELECT setting FROM pg_settings WHERE name = 'jobbuf.poll_interval'")" \
+    'BEGIN { i = p < 1000 ? p : 1000; if (10 * c > i) i = 10 * c; printf "%.1f", i / 1000 }')
+  echo "1.1 jobbuf_stats (counts $BENCH_SCRAPE_JOBS jobs): $before ms; 1.2 jobbuf_stats: $after ms; exporter queries: $prom ms"
+  echo "the worker's census: $census ms, so taken every $every s"
+  result scrape_jobs "$BENCH_SCRAPE_JOBS"; result scrape_before_ms "$before"; result scrape_after_ms "$after"
+  result scrape_prom_ms "$prom"; result scrape_census_ms "$census"; result scrape_census_every_s "$every"
+  jb_sql "SELECT jobbuf_drop_queue('bench_scrape', force => true)" >/dev/null 2>&1 || jb_sql "DELETE FROM jobbuf.jobs WHERE queue = 'bench_scrape'" >/dev/null
+}
+
 has_phase drain && phase_drain
 has_phase staging && { say "staging cost (pgbench -M prepared, 8 clients, ${BENCH_STAGE_SECONDS}s per run, worker running)"; phase_staging; }
 has_phase latency && phase_latency
@@ -770,6 +807,7 @@ has_phase cluster && phase_cluster
 has_phase frameworks && phase_frameworks
 has_phase databases && phase_databases
 has_phase clients && phase_clients
+has_phase scrape && phase_scrape
 
 say "summary"
 echo "uptime at end: $(uptime)"

@@ -16,6 +16,7 @@ packages=(
   ruby-activejob ruby-activerecord ruby-globalid ruby-minitest
   python3-celery python3-redis
   python3-psycopg2 python3-psycopg python3-sqlalchemy python3-django python3-venv python3-setuptools python3-pip-whl python3-setuptools-whl
+  prometheus-postgres-exporter prometheus curl
 )
 
 # Node.js: the machine image may ship its own node/npm (which conflicts with Debian's npm

@@ -823,6 +823,10 @@ BEGIN
                 FROM jobbuf.jobs j JOIN jobbuf.queues q ON q.name = j.queue
                 WHERE j.group_id = gid AND (only_ids IS NULL OR j.id = ANY (only_ids))
                 FOR UPDATE OF j
+            ), counted AS (
+                -- consumer_failed_total (30_inspection.sql): a row of this call's own, no shared counter
+                INSERT INTO jobbuf.consumer_failures (queue, failed)
+                SELECT f.queue, count(*) FROM failing f GROUP BY f.queue
             ), buried AS (
                 DELETE FROM jobbuf.jobs j USING failing f
                 WHERE j.id = f.id AND f.dies
@@ -887,6 +891,226 @@ REVOKE ALL ON FUNCTION jobbuf.bounded_error(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobbuf.partitions_from_statement() FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobbuf.random_partition(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobbuf.claim_partition(text, text, boolean, integer, uuid, interval, integer, interval) FROM PUBLIC;
+
+-- Operations: metrics (src/sql/00_schema.sql, 30_inspection.sql, 40_claim.sql, 90_privileges.sql;
+-- docs/operations.md). The worker's census of each queue in jobbuf.queue_stats, consumer
+-- failures counted apart, jobbuf_stats() in O(queues), jobbuf_queue_metrics(), the exporter's
+-- functions and the jobbuf_monitor role.
+ALTER TABLE jobbuf.queue_stats
+    ADD COLUMN consumer_failed_total bigint,
+    ADD COLUMN ready bigint, ADD COLUMN scheduled bigint, ADD COLUMN claimed bigint,
+    ADD COLUMN held bigint, ADD COLUMN dead bigint, ADD COLUMN oldest_ready_at timestamptz,
+    ADD COLUMN delivered_last_minute bigint, ADD COLUMN queue_time_p50 interval,
+    ADD COLUMN queue_time_p99 interval, ADD COLUMN census_at timestamptz, ADD COLUMN census_by uuid;
+-- Set by an UPDATE rather than by ADD COLUMN's default (the catalog of a fresh 1.2 has none).
+UPDATE jobbuf.queue_stats SET consumer_failed_total = 0;
+ALTER TABLE jobbuf.queue_stats
+    ALTER COLUMN consumer_failed_total SET DEFAULT 0, ALTER COLUMN consumer_failed_total SET NOT NULL;
+
+-- Consumer failures not yet counted: jobbuf_fail appends one row per call (a row of its own, so
+-- failing consumers never wait for each other or for the worker on a shared counter), and the
+-- worker's census moves them into jobbuf.queue_stats.consumer_failed_total.
+CREATE TABLE jobbuf.consumer_failures (
+    queue  text NOT NULL,
+    failed bigint NOT NULL
+);
+SELECT pg_catalog.pg_extension_config_dump('jobbuf.consumer_failures', '');
+GRANT SELECT ON jobbuf.consumer_failures TO jobbuf_admin;
+
+-- The census: the worker's count of each queue's jobs, kept in jobbuf.queue_stats so that
+-- jobbuf_stats() and jobbuf_queue_metrics() read one row per queue instead of counting jobs.
+-- The drain worker runs it at most every jobbuf.poll_interval (src/worker/queue_census.cpp),
+-- passing its last minute of deliveries per queue (queue names, deliveries, queue time p50 and
+-- p99 in seconds; NULL arrays leave those columns as they are). Every job of jobbuf.jobs is
+-- counted in exactly one of: held (its owner is not this installation, 60_copies.sql), claimed
+-- (its group holds a lease), ready (due and not claimed, or its lease expired: a claim takes
+-- it), scheduled (due later). oldest_ready_at is when the oldest ready job became ready:
+-- greatest(staged_at, run_at). Consumer failures that jobbuf_fail appended to
+-- jobbuf.consumer_failures are moved into consumer_failed_total. Returns the number of queues
+-- counted. Superusers only (the worker).
+CREATE FUNCTION jobbuf.take_census(queues text[] DEFAULT NULL, delivered bigint[] DEFAULT NULL,
+                                   p50_seconds float8[] DEFAULT NULL, p99_seconds float8[] DEFAULT NULL)
+RETURNS integer LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+    WITH own AS (
+        SELECT jobbuf.installation_id() AS id, pg_catalog.now() AS now
+    ), by_state AS (
+        -- One pass over jobbuf.jobs, the identity and now() read once, each job's state computed
+        -- once: 0 ready, 1 scheduled, 2 claimed, 3 held.
+        SELECT j.queue, t.state, pg_catalog.count(*) AS jobs, pg_catalog.min(greatest(j.staged_at, j.run_at)) AS since
+        FROM jobbuf.jobs j CROSS JOIN own o
+        CROSS JOIN LATERAL (SELECT CASE WHEN j.owner OPERATOR(pg_catalog.<>) o.id THEN 3
+                                        WHEN j.group_id IS NOT NULL AND j.lease_until OPERATOR(pg_catalog.>) o.now THEN 2
+                                        WHEN j.run_at OPERATOR(pg_catalog.<=) o.now THEN 0
+                                        ELSE 1 END) t(state)
+        GROUP BY j.queue, t.state
+    ), waiting AS (
+        SELECT b.queue,
+               pg_catalog.sum(b.jobs) FILTER (WHERE b.state OPERATOR(pg_catalog.=) 0)::bigint AS ready,
+               pg_catalog.sum(b.jobs) FILTER (WHERE b.state OPERATOR(pg_catalog.=) 1)::bigint AS scheduled,
+               pg_catalog.sum(b.jobs) FILTER (WHERE b.state OPERATOR(pg_catalog.=) 2)::bigint AS claimed,
+               pg_catalog.sum(b.jobs) FILTER (WHERE b.state OPERATOR(pg_catalog.=) 3)::bigint AS held,
+               pg_catalog.min(b.since) FILTER (WHERE b.state OPERATOR(pg_catalog.=) 0) AS oldest_ready
+        FROM by_state b GROUP BY b.queue
+    ), dead AS (
+        SELECT d.queue, pg_catalog.count(*) AS dead FROM jobbuf.dead d GROUP BY d.queue
+    ), counted_queues AS (
+        -- A row another transaction holds (a manual census in a long transaction) is counted
+        -- next time: the worker never waits for it.
+        SELECT l.queue FROM jobbuf.queue_stats l FOR UPDATE SKIP LOCKED
+    ), folded AS (
+        -- The failures of the queues counted now, and those of dropped queues.
+        DELETE FROM jobbuf.consumer_failures f
+        WHERE f.queue OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT cq.queue FROM counted_queues cq))
+           OR NOT EXISTS (SELECT 1 FROM jobbuf.queue_stats e WHERE e.queue OPERATOR(pg_catalog.=) f.queue)
+        RETURNING f.queue, f.failed
+    ), failures AS (
+        SELECT f.queue, pg_catalog.sum(f.failed)::bigint AS failed FROM folded f GROUP BY f.queue
+    ), minute AS (
+        SELECT m.queue, m.delivered, m.p50, m.p99
+        FROM ROWS FROM (pg_catalog.unnest(queues), pg_catalog.unnest(delivered),
+                        pg_catalog.unnest(p50_seconds), pg_catalog.unnest(p99_seconds)) AS m(queue, delivered, p50, p99)
+    ), counted AS (
+        UPDATE jobbuf.queue_stats s
+        SET ready = coalesce(w.ready, 0), scheduled = coalesce(w.scheduled, 0),
+            claimed = coalesce(w.claimed, 0), held = coalesce(w.held, 0), dead = coalesce(d.dead, 0),
+            oldest_ready_at = w.oldest_ready,
+            consumer_failed_total = s.consumer_failed_total OPERATOR(pg_catalog.+) coalesce(f.failed, 0),
+            delivered_last_minute = CASE WHEN queues IS NULL THEN s.delivered_last_minute ELSE coalesce(m.delivered, 0) END,
+            queue_time_p50 = CASE WHEN queues IS NULL THEN s.queue_time_p50 ELSE pg_catalog.make_interval(secs => m.p50) END,
+            queue_time_p99 = CASE WHEN queues IS NULL THEN s.queue_time_p99 ELSE pg_catalog.make_interval(secs => m.p99) END,
+            census_at = pg_catalog.now(), census_by = jobbuf.installation_id()
+        FROM counted_queues s0
+        LEFT JOIN waiting w ON w.queue OPERATOR(pg_catalog.=) s0.queue
+        LEFT JOIN dead d ON d.queue OPERATOR(pg_catalog.=) s0.queue
+        LEFT JOIN failures f ON f.queue OPERATOR(pg_catalog.=) s0.queue
+        LEFT JOIN minute m ON m.queue OPERATOR(pg_catalog.=) s0.queue
+        WHERE s.queue OPERATOR(pg_catalog.=) s0.queue
+        RETURNING s.queue
+    )
+    SELECT pg_catalog.count(*)::integer FROM counted;
+$$;
+
+-- Each queue's counters as jobbuf_stats() and jobbuf_queue_metrics() show them: the census
+-- counts only when this installation took them (a restored dump or a copy carries its original's
+-- until its own worker counts again), consumer failures appended since the last census added.
+CREATE FUNCTION jobbuf.queue_counters()
+RETURNS TABLE (queue text, target text, paused boolean, ready bigint, scheduled bigint, claimed bigint,
+               held bigint, dead bigint, oldest_ready_at timestamptz, delivered_total bigint,
+               rejected_total bigint, consumer_failed_total bigint, last_error text,
+               last_delivery_at timestamptz, delivered_last_minute bigint, queue_time_p50 interval,
+               queue_time_p99 interval, census_at timestamptz)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT q.name, q.target, q.paused,
+           coalesce(c.ready, 0), coalesce(c.scheduled, 0), coalesce(c.claimed, 0),
+           coalesce(c.held, 0), coalesce(c.dead, 0), c.oldest_ready_at,
+           coalesce(s.delivered_total, 0), coalesce(s.failed_total, 0),
+           coalesce(s.consumer_failed_total, 0) OPERATOR(pg_catalog.+) coalesce(f.failed, 0),
+           s.last_error, s.last_delivery_at,
+           c.delivered_last_minute, c.queue_time_p50, c.queue_time_p99, c.census_at
+    FROM jobbuf.queues q
+    LEFT JOIN jobbuf.queue_stats s ON s.queue OPERATOR(pg_catalog.=) q.name
+    LEFT JOIN jobbuf.queue_stats c ON c.queue OPERATOR(pg_catalog.=) q.name
+                                  AND c.census_by OPERATOR(pg_catalog.=) jobbuf.installation_id()
+    LEFT JOIN (SELECT u.queue, pg_catalog.sum(u.failed)::bigint AS failed
+               FROM jobbuf.consumer_failures u GROUP BY u.queue) f ON f.queue OPERATOR(pg_catalog.=) q.name;
+$$;
+
+-- One row per queue, from jobbuf.queue_stats: O(queues), whatever the backlog. ready, scheduled,
+-- claimed, dead and oldest_ready_age are as of the worker's last census (at most
+-- jobbuf.poll_interval old while the worker runs; 0 before the first one), paused and 'none'
+-- queues included, held jobs in none of them. failed_total: the jobs Redis rejected plus those
+-- consumers failed (jobbuf_fail), these counted at once.
+CREATE OR REPLACE FUNCTION jobbuf_stats()
+RETURNS TABLE (queue text, target text, paused boolean, ready bigint, scheduled bigint,
+               claimed bigint, dead bigint, oldest_ready_age interval, delivered_total bigint,
+               failed_total bigint, last_error text, last_delivery_at timestamptz)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT c.queue, c.target, c.paused, c.ready, c.scheduled, c.claimed, c.dead,
+           pg_catalog.now() OPERATOR(pg_catalog.-) c.oldest_ready_at, c.delivered_total,
+           c.rejected_total OPERATOR(pg_catalog.+) c.consumer_failed_total, c.last_error, c.last_delivery_at
+    FROM jobbuf.queue_counters() c
+    ORDER BY c.queue;
+$$;
+
+-- Per queue, what an operator alerts on (docs/operations.md): the census counts as in
+-- jobbuf_stats() plus held; the totals, Redis rejections and consumer failures apart; and the
+-- worker's last minute of deliveries: delivered_per_second (deliveries of the last 60 s / 60)
+-- and the time in queue, from greatest(staged_at, run_at) to delivery, p50 and p99 (NULL when
+-- nothing was delivered in that minute). The minute is the one before the last census; a
+-- census older than a minute (no worker) shows 0 and NULL.
+CREATE FUNCTION jobbuf_queue_metrics()
+RETURNS TABLE (queue text, ready bigint, scheduled bigint, claimed bigint, held bigint, dead bigint,
+               oldest_ready_age interval, delivered_total bigint, rejected_total bigint,
+               consumer_failed_total bigint, delivered_per_second float8,
+               queue_time_p50 interval, queue_time_p99 interval)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT c.queue, c.ready, c.scheduled, c.claimed, c.held, c.dead,
+           pg_catalog.now() OPERATOR(pg_catalog.-) c.oldest_ready_at,
+           c.delivered_total, c.rejected_total, c.consumer_failed_total,
+           CASE WHEN recent THEN coalesce(c.delivered_last_minute, 0)::float8 OPERATOR(pg_catalog./) 60 ELSE 0 END,
+           CASE WHEN recent THEN c.queue_time_p50 END,
+           CASE WHEN recent THEN c.queue_time_p99 END
+    FROM jobbuf.queue_counters() c,
+         LATERAL (SELECT c.census_at OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.-) interval '1 minute')) r(recent)
+    ORDER BY c.queue;
+$$;
+
+-- What the Prometheus exporter reads (contrib/prometheus/queries.yaml): the metrics above in
+-- seconds and with the database's name, so that the exporter's file holds no SQL of its own.
+CREATE FUNCTION jobbuf_prometheus_queues()
+RETURNS TABLE (datname text, queue text, ready bigint, scheduled bigint, claimed bigint, held bigint,
+               dead bigint, oldest_ready_seconds float8, delivered_total bigint, failed_total bigint,
+               rejected_total bigint, consumer_failed_total bigint, delivered_per_second float8,
+               queue_time_p50_seconds float8, queue_time_p99_seconds float8)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT pg_catalog.current_database()::text, m.queue, m.ready, m.scheduled, m.claimed, m.held, m.dead,
+           coalesce(pg_catalog.date_part('epoch', m.oldest_ready_age), 0),
+           m.delivered_total, m.rejected_total OPERATOR(pg_catalog.+) m.consumer_failed_total,
+           m.rejected_total, m.consumer_failed_total, m.delivered_per_second,
+           coalesce(pg_catalog.date_part('epoch', m.queue_time_p50), 'NaN'),
+           coalesce(pg_catalog.date_part('epoch', m.queue_time_p99), 'NaN')
+    FROM @extschema@.jobbuf_queue_metrics() m;
+$$;
+
+-- This database's drain worker for the exporter: running 0/1 and redis_connected 0/1 (0 when no
+-- worker runs), one row whatever jobbuf_worker_status() says about other databases.
+CREATE FUNCTION jobbuf_prometheus_worker()
+RETURNS TABLE (datname text, running integer, redis_connected integer)
+LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT pg_catalog.current_database()::text,
+           coalesce(pg_catalog.bool_or(w.running), false)::integer,
+           coalesce(pg_catalog.bool_or(w.running AND w.redis_connected), false)::integer
+    FROM @extschema@.jobbuf_worker_status() w
+    WHERE w.database OPERATOR(pg_catalog.=) pg_catalog.current_database();
+$$;
+
+-- jobbuf_fail's count of consumer failures in jobbuf.consumer_failures (its "counted" step) is
+-- part of its replacement in the claims section above.
+
+-- The least-privilege monitoring role (docs/operations.md).
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) 'jobbuf_monitor') THEN
+        CREATE ROLE jobbuf_monitor NOLOGIN;
+    END IF;
+END $$;
+
+-- As 90_privileges.sql gives them (CREATE OR REPLACE keeps grants, not SECURITY DEFINER).
+REVOKE ALL ON FUNCTION jobbuf.take_census(text[], bigint[], float8[], float8[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobbuf.queue_counters() FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobbuf_queue_metrics() FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobbuf_prometheus_queues() FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobbuf_prometheus_worker() FROM PUBLIC;
+ALTER FUNCTION jobbuf_stats() SECURITY DEFINER;
+ALTER FUNCTION jobbuf_queue_metrics() SECURITY DEFINER;
+ALTER FUNCTION jobbuf_prometheus_queues() SECURITY DEFINER;
+ALTER FUNCTION jobbuf_prometheus_worker() SECURITY DEFINER;
+ALTER FUNCTION jobbuf_fail(uuid, text, bigint[]) SECURITY DEFINER;
+GRANT EXECUTE ON FUNCTION jobbuf_queue_metrics() TO jobbuf_producer, jobbuf_consumer, jobbuf_admin, jobbuf_monitor;
+GRANT EXECUTE ON FUNCTION jobbuf_prometheus_queues() TO jobbuf_producer, jobbuf_consumer, jobbuf_admin, jobbuf_monitor;
+GRANT EXECUTE ON FUNCTION jobbuf_prometheus_worker() TO jobbuf_producer, jobbuf_consumer, jobbuf_admin, jobbuf_monitor;
+GRANT EXECUTE ON FUNCTION jobbuf_stats() TO jobbuf_monitor;
+GRANT EXECUTE ON FUNCTION jobbuf_worker_status() TO jobbuf_monitor;
 
 -- Keep this statement last.
 -- Wakes the drain worker when this update commits: a worker running the 1.2 library against 1.1

@@ -18,14 +18,40 @@ COMMENT ON TABLE jobbuf.queues IS 'one row per queue; change it only through job
 
 -- Per-queue delivery counters, written by the worker in the same transaction as its deletes so
 -- they are exact. Kept apart from jobbuf.queues so that counter updates do not invalidate the
--- queue metadata that every staging backend caches.
+-- queue metadata that every staging backend caches. failed_total counts the jobs Redis rejected
+-- (dead letters of the worker); consumer_failed_total the jobs jobbuf_fail handled, folded in
+-- from jobbuf.consumer_failures by the worker's census. The census columns (ready ... census_at)
+-- are the worker's count of the queue's jobs and its last minute of deliveries, refreshed at
+-- most every jobbuf.poll_interval (src/worker/queue_census.cpp; NULL before the first census)
+-- by the installation census_by: jobbuf_stats() and jobbuf_queue_metrics() read them instead of
+-- counting jobs, and ignore those a restored dump or a copy carried from its original.
 CREATE TABLE jobbuf.queue_stats (
     queue            text PRIMARY KEY REFERENCES jobbuf.queues (name) ON DELETE CASCADE,
     delivered_total  bigint NOT NULL DEFAULT 0,
     failed_total     bigint NOT NULL DEFAULT 0,
     last_error       text,
     last_error_at    timestamptz,
-    last_delivery_at timestamptz
+    last_delivery_at timestamptz,
+    consumer_failed_total bigint NOT NULL DEFAULT 0,
+    ready            bigint,
+    scheduled        bigint,
+    claimed          bigint,
+    held             bigint,
+    dead             bigint,
+    oldest_ready_at  timestamptz,
+    delivered_last_minute bigint,
+    queue_time_p50   interval,
+    queue_time_p99   interval,
+    census_at        timestamptz,
+    census_by        uuid
+);
+
+-- Consumer failures not yet counted: jobbuf_fail appends one row per call (a row of its own, so
+-- failing consumers never wait for each other or for the worker on a shared counter), and the
+-- worker's census moves them into jobbuf.queue_stats.consumer_failed_total.
+CREATE TABLE jobbuf.consumer_failures (
+    queue  text NOT NULL,
+    failed bigint NOT NULL
 );
 
 -- The installation's identity: made by CREATE EXTENSION, one row, never dumped (not a
@@ -174,6 +200,7 @@ CREATE INDEX archive_queue_completed_at ON jobbuf.archive (queue, completed_at);
 
 SELECT pg_catalog.pg_extension_config_dump('jobbuf.queues', '');
 SELECT pg_catalog.pg_extension_config_dump('jobbuf.queue_stats', '');
+SELECT pg_catalog.pg_extension_config_dump('jobbuf.consumer_failures', '');
 SELECT pg_catalog.pg_extension_config_dump('jobbuf.jobs', '');
 SELECT pg_catalog.pg_extension_config_dump('jobbuf.jobs_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('jobbuf.dead', '');

@@ -1,42 +1,170 @@
 -- jobbuf: inspection (per-queue statistics, worker status).
 
--- Every job of jobbuf.jobs that is not held (60_copies.sql) is in exactly one of: claimed (its
--- group holds a lease), ready (due and not claimed, or its lease expired: a claim takes it),
--- scheduled (due later). oldest_ready_age
--- counts from when the oldest ready job became ready: greatest(staged_at, run_at).
+-- The census: the worker's count of each queue's jobs, kept in jobbuf.queue_stats so that
+-- jobbuf_stats() and jobbuf_queue_metrics() read one row per queue instead of counting jobs.
+-- The drain worker runs it at most every jobbuf.poll_interval (src/worker/queue_census.cpp),
+-- passing its last minute of deliveries per queue (queue names, deliveries, queue time p50 and
+-- p99 in seconds; NULL arrays leave those columns as they are). Every job of jobbuf.jobs is
+-- counted in exactly one of: held (its owner is not this installation, 60_copies.sql), claimed
+-- (its group holds a lease), ready (due and not claimed, or its lease expired: a claim takes
+-- it), scheduled (due later). oldest_ready_at is when the oldest ready job became ready:
+-- greatest(staged_at, run_at). Consumer failures that jobbuf_fail appended to
+-- jobbuf.consumer_failures are moved into consumer_failed_total. Returns the number of queues
+-- counted. Superusers only (the worker).
+CREATE FUNCTION jobbuf.take_census(queues text[] DEFAULT NULL, delivered bigint[] DEFAULT NULL,
+                                   p50_seconds float8[] DEFAULT NULL, p99_seconds float8[] DEFAULT NULL)
+RETURNS integer LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+    WITH own AS (
+        SELECT jobbuf.installation_id() AS id, pg_catalog.now() AS now
+    ), by_state AS (
+        -- One pass over jobbuf.jobs, the identity and now() read once, each job's state computed
+        -- once: 0 ready, 1 scheduled, 2 claimed, 3 held.
+        SELECT j.queue, t.state, pg_catalog.count(*) AS jobs, pg_catalog.min(greatest(j.staged_at, j.run_at)) AS since
+        FROM jobbuf.jobs j CROSS JOIN own o
+        CROSS JOIN LATERAL (SELECT CASE WHEN j.owner OPERATOR(pg_catalog.<>) o.id THEN 3
+                                        WHEN j.group_id IS NOT NULL AND j.lease_until OPERATOR(pg_catalog.>) o.now THEN 2
+                                        WHEN j.run_at OPERATOR(pg_catalog.<=) o.now THEN 0
+                                        ELSE 1 END) t(state)
+        GROUP BY j.queue, t.state
+    ), waiting AS (
+        SELECT b.queue,
+               pg_catalog.sum(b.jobs) FILTER (WHERE b.state OPERATOR(pg_catalog.=) 0)::bigint AS ready,
+               pg_catalog.sum(b.jobs) FILTER (WHERE b.state OPERATOR(pg_catalog.=) 1)::bigint AS scheduled,
+               pg_catalog.sum(b.jobs) FILTER (WHERE b.state OPERATOR(pg_catalog.=) 2)::bigint AS claimed,
+               pg_catalog.sum(b.jobs) FILTER (WHERE b.state OPERATOR(pg_catalog.=) 3)::bigint AS held,
+               pg_catalog.min(b.since) FILTER (WHERE b.state OPERATOR(pg_catalog.=) 0) AS oldest_ready
+        FROM by_state b GROUP BY b.queue
+    ), dead AS (
+        SELECT d.queue, pg_catalog.count(*) AS dead FROM jobbuf.dead d GROUP BY d.queue
+    ), counted_queues AS (
+        -- A row another transaction holds (a manual census in a long transaction) is counted
+        -- next time: the worker never waits for it.
+        SELECT l.queue FROM jobbuf.queue_stats l FOR UPDATE SKIP LOCKED
+    ), folded AS (
+        -- The failures of the queues counted now, and those of dropped queues.
+        DELETE FROM jobbuf.consumer_failures f
+        WHERE f.queue OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT cq.queue FROM counted_queues cq))
+           OR NOT EXISTS (SELECT 1 FROM jobbuf.queue_stats e WHERE e.queue OPERATOR(pg_catalog.=) f.queue)
+        RETURNING f.queue, f.failed
+    ), failures AS (
+        SELECT f.queue, pg_catalog.sum(f.failed)::bigint AS failed FROM folded f GROUP BY f.queue
+    ), minute AS (
+        SELECT m.queue, m.delivered, m.p50, m.p99
+        FROM ROWS FROM (pg_catalog.unnest(queues), pg_catalog.unnest(delivered),
+                        pg_catalog.unnest(p50_seconds), pg_catalog.unnest(p99_seconds)) AS m(queue, delivered, p50, p99)
+    ), counted AS (
+        UPDATE jobbuf.queue_stats s
+        SET ready = coalesce(w.ready, 0), scheduled = coalesce(w.scheduled, 0),
+            claimed = coalesce(w.claimed, 0), held = coalesce(w.held, 0), dead = coalesce(d.dead, 0),
+            oldest_ready_at = w.oldest_ready,
+            consumer_failed_total = s.consumer_failed_total OPERATOR(pg_catalog.+) coalesce(f.failed, 0),
+            delivered_last_minute = CASE WHEN queues IS NULL THEN s.delivered_last_minute ELSE coalesce(m.delivered, 0) END,
+            queue_time_p50 = CASE WHEN queues IS NULL THEN s.queue_time_p50 ELSE pg_catalog.make_interval(secs => m.p50) END,
+            queue_time_p99 = CASE WHEN queues IS NULL THEN s.queue_time_p99 ELSE pg_catalog.make_interval(secs => m.p99) END,
+            census_at = pg_catalog.now(), census_by = jobbuf.installation_id()
+        FROM counted_queues s0
+        LEFT JOIN waiting w ON w.queue OPERATOR(pg_catalog.=) s0.queue
+        LEFT JOIN dead d ON d.queue OPERATOR(pg_catalog.=) s0.queue
+        LEFT JOIN failures f ON f.queue OPERATOR(pg_catalog.=) s0.queue
+        LEFT JOIN minute m ON m.queue OPERATOR(pg_catalog.=) s0.queue
+        WHERE s.queue OPERATOR(pg_catalog.=) s0.queue
+        RETURNING s.queue
+    )
+    SELECT pg_catalog.count(*)::integer FROM counted;
+$$;
+
+-- Each queue's counters as jobbuf_stats() and jobbuf_queue_metrics() show them: the census
+-- counts only when this installation took them (a restored dump or a copy carries its original's
+-- until its own worker counts again), consumer failures appended since the last census added.
+CREATE FUNCTION jobbuf.queue_counters()
+RETURNS TABLE (queue text, target text, paused boolean, ready bigint, scheduled bigint, claimed bigint,
+               held bigint, dead bigint, oldest_ready_at timestamptz, delivered_total bigint,
+               rejected_total bigint, consumer_failed_total bigint, last_error text,
+               last_delivery_at timestamptz, delivered_last_minute bigint, queue_time_p50 interval,
+               queue_time_p99 interval, census_at timestamptz)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT q.name, q.target, q.paused,
+           coalesce(c.ready, 0), coalesce(c.scheduled, 0), coalesce(c.claimed, 0),
+           coalesce(c.held, 0), coalesce(c.dead, 0), c.oldest_ready_at,
+           coalesce(s.delivered_total, 0), coalesce(s.failed_total, 0),
+           coalesce(s.consumer_failed_total, 0) OPERATOR(pg_catalog.+) coalesce(f.failed, 0),
+           s.last_error, s.last_delivery_at,
+           c.delivered_last_minute, c.queue_time_p50, c.queue_time_p99, c.census_at
+    FROM jobbuf.queues q
+    LEFT JOIN jobbuf.queue_stats s ON s.queue OPERATOR(pg_catalog.=) q.name
+    LEFT JOIN jobbuf.queue_stats c ON c.queue OPERATOR(pg_catalog.=) q.name
+                                  AND c.census_by OPERATOR(pg_catalog.=) jobbuf.installation_id()
+    LEFT JOIN (SELECT u.queue, pg_catalog.sum(u.failed)::bigint AS failed
+               FROM jobbuf.consumer_failures u GROUP BY u.queue) f ON f.queue OPERATOR(pg_catalog.=) q.name;
+$$;
+
+-- One row per queue, from jobbuf.queue_stats: O(queues), whatever the backlog. ready, scheduled,
+-- claimed, dead and oldest_ready_age are as of the worker's last census (at most
+-- jobbuf.poll_interval old while the worker runs; 0 before the first one), paused and 'none'
+-- queues included, held jobs in none of them. failed_total: the jobs Redis rejected plus those
+-- consumers failed (jobbuf_fail), these counted at once.
 CREATE FUNCTION jobbuf_stats()
 RETURNS TABLE (queue text, target text, paused boolean, ready bigint, scheduled bigint,
                claimed bigint, dead bigint, oldest_ready_age interval, delivered_total bigint,
                failed_total bigint, last_error text, last_delivery_at timestamptz)
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-    WITH classified AS (
-        SELECT j.queue, greatest(j.staged_at, j.run_at) AS ready_since,
-               CASE WHEN j.group_id IS NOT NULL AND j.lease_until > now() THEN 'claimed'
-                    WHEN j.run_at <= now() THEN 'ready'
-                    ELSE 'scheduled' END AS state
-        FROM jobbuf.jobs j
-        WHERE j.owner OPERATOR(pg_catalog.=) jobbuf.installation_id()
-    ), waiting AS (
-        SELECT c.queue,
-               count(*) FILTER (WHERE c.state = 'ready') AS ready,
-               count(*) FILTER (WHERE c.state = 'scheduled') AS scheduled,
-               count(*) FILTER (WHERE c.state = 'claimed') AS claimed,
-               min(c.ready_since) FILTER (WHERE c.state = 'ready') AS oldest_ready
-        FROM classified c GROUP BY c.queue
-    ), dead AS (
-        SELECT d.queue, count(*) AS dead FROM jobbuf.dead d GROUP BY d.queue
-    )
-    SELECT q.name, q.target, q.paused,
-           coalesce(w.ready, 0), coalesce(w.scheduled, 0), coalesce(w.claimed, 0),
-           coalesce(d.dead, 0),
-           CASE WHEN w.oldest_ready IS NOT NULL THEN now() - w.oldest_ready END,
-           coalesce(s.delivered_total, 0), coalesce(s.failed_total, 0),
-           s.last_error, s.last_delivery_at
-    FROM jobbuf.queues q
-    LEFT JOIN waiting w ON w.queue = q.name
-    LEFT JOIN dead d ON d.queue = q.name
-    LEFT JOIN jobbuf.queue_stats s ON s.queue = q.name
-    ORDER BY q.name;
+    SELECT c.queue, c.target, c.paused, c.ready, c.scheduled, c.claimed, c.dead,
+           pg_catalog.now() OPERATOR(pg_catalog.-) c.oldest_ready_at, c.delivered_total,
+           c.rejected_total OPERATOR(pg_catalog.+) c.consumer_failed_total, c.last_error, c.last_delivery_at
+    FROM jobbuf.queue_counters() c
+    ORDER BY c.queue;
+$$;
+
+-- Per queue, what an operator alerts on (docs/operations.md): the census counts as in
+-- jobbuf_stats() plus held; the totals, Redis rejections and consumer failures apart; and the
+-- worker's last minute of deliveries: delivered_per_second (deliveries of the last 60 s / 60)
+-- and the time in queue, from greatest(staged_at, run_at) to delivery, p50 and p99 (NULL when
+-- nothing was delivered in that minute). The minute is the one before the last census; a
+-- census older than a minute (no worker) shows 0 and NULL.
+CREATE FUNCTION jobbuf_queue_metrics()
+RETURNS TABLE (queue text, ready bigint, scheduled bigint, claimed bigint, held bigint, dead bigint,
+               oldest_ready_age interval, delivered_total bigint, rejected_total bigint,
+               consumer_failed_total bigint, delivered_per_second float8,
+               queue_time_p50 interval, queue_time_p99 interval)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT c.queue, c.ready, c.scheduled, c.claimed, c.held, c.dead,
+           pg_catalog.now() OPERATOR(pg_catalog.-) c.oldest_ready_at,
+           c.delivered_total, c.rejected_total, c.consumer_failed_total,
+           CASE WHEN recent THEN coalesce(c.delivered_last_minute, 0)::float8 OPERATOR(pg_catalog./) 60 ELSE 0 END,
+           CASE WHEN recent THEN c.queue_time_p50 END,
+           CASE WHEN recent THEN c.queue_time_p99 END
+    FROM jobbuf.queue_counters() c,
+         LATERAL (SELECT c.census_at OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.-) interval '1 minute')) r(recent)
+    ORDER BY c.queue;
+$$;
+
+-- What the Prometheus exporter reads (contrib/prometheus/queries.yaml): the metrics above in
+-- seconds and with the database's name, so that the exporter's file holds no SQL of its own.
+CREATE FUNCTION jobbuf_prometheus_queues()
+RETURNS TABLE (datname text, queue text, ready bigint, scheduled bigint, claimed bigint, held bigint,
+               dead bigint, oldest_ready_seconds float8, delivered_total bigint, failed_total bigint,
+               rejected_total bigint, consumer_failed_total bigint, delivered_per_second float8,
+               queue_time_p50_seconds float8, queue_time_p99_seconds float8)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT pg_catalog.current_database()::text, m.queue, m.ready, m.scheduled, m.claimed, m.held, m.dead,
+           coalesce(pg_catalog.date_part('epoch', m.oldest_ready_age), 0),
+           m.delivered_total, m.rejected_total OPERATOR(pg_catalog.+) m.consumer_failed_total,
+           m.rejected_total, m.consumer_failed_total, m.delivered_per_second,
+           coalesce(pg_catalog.date_part('epoch', m.queue_time_p50), 'NaN'),
+           coalesce(pg_catalog.date_part('epoch', m.queue_time_p99), 'NaN')
+    FROM @extschema@.jobbuf_queue_metrics() m;
+$$;
+
+-- This database's drain worker for the exporter: running 0/1 and redis_connected 0/1 (0 when no
+-- worker runs), one row whatever jobbuf_worker_status() says about other databases.
+CREATE FUNCTION jobbuf_prometheus_worker()
+RETURNS TABLE (datname text, running integer, redis_connected integer)
+LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT pg_catalog.current_database()::text,
+           coalesce(pg_catalog.bool_or(w.running), false)::integer,
+           coalesce(pg_catalog.bool_or(w.running AND w.redis_connected), false)::integer
+    FROM @extschema@.jobbuf_worker_status() w
+    WHERE w.database OPERATOR(pg_catalog.=) pg_catalog.current_database();
 $$;
 
 -- One row per drain worker of the server (one per database; counters since its worker slot was

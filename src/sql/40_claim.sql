@@ -517,6 +517,10 @@ BEGIN
                 FROM jobbuf.jobs j JOIN jobbuf.queues q ON q.name = j.queue
                 WHERE j.group_id = gid AND (only_ids IS NULL OR j.id = ANY (only_ids))
                 FOR UPDATE OF j
+            ), counted AS (
+                -- consumer_failed_total (30_inspection.sql): a row of this call's own, no shared counter
+                INSERT INTO jobbuf.consumer_failures (queue, failed)
+                SELECT f.queue, count(*) FROM failing f GROUP BY f.queue
             ), buried AS (
                 DELETE FROM jobbuf.jobs j USING failing f
                 WHERE j.id = f.id AND f.dies

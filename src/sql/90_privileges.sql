@@ -1,10 +1,16 @@
--- jobbuf: the privilege model. Three group roles (cluster-wide, NOLOGIN; created if missing,
+-- jobbuf: the privilege model. Four group roles (cluster-wide, NOLOGIN; created if missing,
 -- left in place by DROP EXTENSION); grant them to your login roles:
 --   jobbuf_producer  stage jobs: jobbuf_stage, or INSERT INTO jobbuf.jobs (the staging columns only)
 --   jobbuf_consumer  batch consumers: jobbuf_claim / complete / fail / extend / group
 --   jobbuf_admin     queues and dead letters: create / alter / drop / pause / resume queues,
 --                    retry / purge dead letters, purge the archive; reads every jobbuf table
--- All three may call jobbuf_stats() and jobbuf_worker_status(). Nothing is executable by PUBLIC.
+--   jobbuf_monitor   monitoring (a Prometheus exporter, docs/operations.md): the inspection
+--                    functions only; no table, no job payload
+-- All four may call the inspection functions: jobbuf_stats(), jobbuf_queue_metrics(),
+-- jobbuf_worker_status() and the exporter's jobbuf_prometheus_queues() / _worker(). They show
+-- this database's queues (the tables of the database they run in); jobbuf_worker_status()
+-- shows other databases' errors and counters only to superusers and pg_monitor.
+-- Nothing is executable by PUBLIC.
 -- Consumer, admin and inspection functions are SECURITY DEFINER with a pinned search_path, so
 -- those roles need no privilege on the tables themselves.
 -- This script runs as a superuser with the extension's schema (normally public, where the
@@ -15,7 +21,7 @@ DO $$
 DECLARE
     role_name text;
 BEGIN
-    FOREACH role_name IN ARRAY ARRAY['jobbuf_producer', 'jobbuf_consumer', 'jobbuf_admin'] LOOP
+    FOREACH role_name IN ARRAY ARRAY['jobbuf_producer', 'jobbuf_consumer', 'jobbuf_admin', 'jobbuf_monitor'] LOOP
         IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) role_name) THEN
             EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', role_name);
         END IF;
@@ -31,7 +37,8 @@ DECLARE
     admin_functions constant text[] := ARRAY['jobbuf_create_queue', 'jobbuf_alter_queue',
         'jobbuf_drop_queue', 'jobbuf_pause', 'jobbuf_resume', 'jobbuf_retry_dead',
         'jobbuf_purge_dead', 'jobbuf_purge_archive', 'jobbuf_release_restored', 'jobbuf_discard_restored'];
-    inspection_functions constant text[] := ARRAY['jobbuf_stats', 'jobbuf_worker_status'];
+    inspection_functions constant text[] := ARRAY['jobbuf_stats', 'jobbuf_worker_status',
+        'jobbuf_queue_metrics', 'jobbuf_prometheus_queues', 'jobbuf_prometheus_worker'];
 BEGIN
     FOR fn, name IN
         SELECT p.oid::regprocedure, p.proname
@@ -55,7 +62,7 @@ BEGIN
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO jobbuf_admin', fn);
         ELSIF name OPERATOR(pg_catalog.=) ANY (inspection_functions) THEN
             EXECUTE pg_catalog.format('ALTER FUNCTION %s SECURITY DEFINER', fn);
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO jobbuf_producer, jobbuf_consumer, jobbuf_admin', fn);
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO jobbuf_producer, jobbuf_consumer, jobbuf_admin, jobbuf_monitor', fn);
         END IF;
     END LOOP;
 END $$;

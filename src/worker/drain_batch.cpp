@@ -22,6 +22,7 @@
 #include "worker/expired_claims.h"
 #include "worker/job_taker.h"
 #include "worker/own_keys.h"
+#include "worker/queue_census.h"
 #include "settings.h"
 #include "worker/taken_batch.h"
 #include "worker/worker_transaction.h"
@@ -241,6 +242,7 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
         dead_letter(taken, i, q->name, job_error);
     }
     record_batch(q->name, delivered, rejected, rejected > 0 ? reject_message : nullptr);
+    note_delivered_jobs(q->name, jobs, results, count, now_epoch_seconds());
     int64 last_id = jobs[count - 1].id;
     commit_worker_transaction();
     publish_batch_counters(delivered);

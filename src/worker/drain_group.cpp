@@ -12,6 +12,7 @@
 
 #include "worker/delivery_stats.h"
 #include "worker/drain_group.h"
+#include "worker/queue_census.h"
 #include "worker/worker_transaction.h"
 
 extern "C" {
@@ -146,6 +147,7 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
         return result;
     }
     publish_batch_counters(jobs_in_group);
+    note_delivered_count(q->name, jobs_in_group, now_epoch_seconds());
     result.outcome = BatchOutcome::Full;
     return result;
 }

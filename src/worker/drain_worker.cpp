@@ -13,6 +13,7 @@
 #include "worker/drain_slot.h"
 #include "worker/database_settings.h"
 #include "worker/reconcile.h"
+#include "worker/queue_census.h"
 #include "worker/storage_rotation.h"
 #include "worker/guarded_call.h"
 #include "worker/held_jobs.h"
@@ -483,6 +484,10 @@ void jobbuf_drain_main(Datum arg)
             if (!run_guarded([] { rotate_storage_if_due(); }))
                 sleep_ms = Min(sleep_ms, kErrorBackoffMs);
         }
+        // The census counts while delivery is disabled too: it is what monitoring reads.
+        if (!run_guarded([] { take_census_if_due(); }))
+            sleep_ms = Min(sleep_ms, kErrorBackoffMs);
+        sleep_ms = Min(sleep_ms, census_due_in_ms());
 
         if (state->ctx.waiter->take_wakeup() && next_redis_attempt() <= GetCurrentTimestamp())
             continue;  // a commit arrived while we talked to Redis: scan again

@@ -45,7 +45,8 @@ SQL
 state() {
   jb_psql_db "$1" -qtAX <<SQL
 SELECT 'queue ' || q::text FROM jobbuf.queues q ORDER BY q.name;
-SELECT 'stats ' || s::text FROM jobbuf.queue_stats s ORDER BY s.queue;
+SELECT 'stats ' || (s.queue, s.delivered_total, s.failed_total, s.last_error, s.last_error_at, s.last_delivery_at)::text
+FROM jobbuf.queue_stats s ORDER BY s.queue;  -- the counters every version keeps (1.2 adds the census's)
 SELECT 'job ' || j::text FROM (SELECT ${JOB_COLUMNS:-*} FROM jobbuf.jobs) j ORDER BY j.id;
 SELECT 'dead ' || d::text FROM jobbuf.dead d ORDER BY d.id;
 SELECT 'archive ' || a::text FROM jobbuf.archive a ORDER BY a.id;

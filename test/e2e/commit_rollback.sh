@@ -54,6 +54,7 @@ expect_eq "jobs arrived in id (= staging) order" "$arrived" "$(sort -n <<<"$arri
 expect_eq "payload is the jsonb text as stored" "$(jb_redis LINDEX jobbuf:orders 0)" '{"n": 1, "tx": 1}'
 
 expect_eq "jobbuf.jobs empty afterwards" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 0
+wait_census || fail "no census of the worker"
 expect_eq "jobbuf_stats: ready, delivered_total, failed_total" \
   "$(jb_sql "SELECT ready || ' ' || delivered_total || ' ' || failed_total FROM jobbuf_stats() WHERE queue = 'orders'")" "0 900 0"
 expect_eq "jobbuf_worker_status: running, redis_connected, delivered" \

@@ -40,6 +40,11 @@ expect_eq "the restored jobs keep every column (ids, payloads, origin)" \
   "$(sql app "SELECT md5(string_agg(j::text, ',' ORDER BY id)) FROM (SELECT id, queue, payload, origin, owner FROM jobbuf.jobs) j")"
 expect_eq "jobbuf_stats in the copy counts none of them as ready, scheduled or claimed" \
   "$(sql app_copy "SELECT sum(ready + scheduled + claimed) FROM jobbuf_stats()")" 0
+if jb_wait_until "[ \"\$(sql app_copy \"SELECT sum(held) FROM jobbuf_queue_metrics()\")\" = $((N + 4)) ]" 15; then
+  pass "jobbuf_queue_metrics in the copy counts them as held once its worker counted ($((N + 4)))"
+else
+  fail "jobbuf_queue_metrics in the copy: held $(sql app_copy "SELECT sum(held) FROM jobbuf_queue_metrics()"), expected $((N + 4))"
+fi
 expect_eq "a claim in the copy takes none of them" "$(sql app_copy "SELECT count(*) FROM jobbuf_claim('batch', 10)")" 0
 sql app "SELECT jobbuf_resume('mail')" >/dev/null
 sql app_copy "SELECT jobbuf_resume('mail')" >/dev/null

@@ -22,7 +22,9 @@ expect_match "worker status: last_error says why" "$(status last_error)" 'not in
 expect_eq "create a queue" "$(jb_sql "SELECT jobbuf_create_queue('np', 'list')" 2>&1)" ""
 expect_eq "stage a job" "$(jb_sql "SELECT jobbuf_stage('np', '{\"n\": 1}'::jsonb) IS NOT NULL" 2>&1)" t
 expect_eq "plain INSERT" "$(jb_sql "INSERT INTO jobbuf.jobs (queue, payload) VALUES ('np', '{}')" 2>&1)" ""
-expect_eq "jobbuf_stats: 2 ready" "$(jb_sql "SELECT ready FROM jobbuf_stats()" 2>&1)" 2
+expect_eq "jobbuf_stats: no worker, no census: 0 ready" "$(jb_sql "SELECT ready FROM jobbuf_stats()" 2>&1)" 0
+expect_eq "jobbuf_stats after a census by hand (what the worker runs): 2 ready" \
+  "$(jb_psql -qtAX -c "SELECT jobbuf.take_census()" -c "SELECT ready FROM jobbuf_stats()" 2>&1 | tail -n 1)" 2
 expect_eq "no jobbuf process" "$(jb_sql "SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'jobbuf%'")" 0
 expect_eq "no backend died loading the library" "$(count_lines 'FATAL' "$(cat "$JB_RUN/postgres.log")")" 0
 

@@ -22,6 +22,7 @@ jb_sql "SELECT jobbuf_stage('flowing', '{\"n\": 21}'::jsonb)" >/dev/null
 jb_wait_until '[ "$(jb_redis LLEN jobbuf:flowing)" = 21 ]' 15
 sleep 0.5
 expect_eq "paused queue: nothing in Redis" "$(jb_redis EXISTS jobbuf:held)" 0
+wait_census || fail "no census of the worker"
 expect_eq "paused queue: jobbuf_stats paused, ready" \
   "$(jb_sql "SELECT paused || ' ' || ready || ' ' || delivered_total FROM jobbuf_stats() WHERE queue = 'held'")" "true 21 0"
 expect_eq "jobbuf.queues.paused" "$(jb_sql "SELECT paused FROM jobbuf.queues WHERE name = 'held'")" t
@@ -37,6 +38,7 @@ fi
 wait_staged 0 "WHERE queue = 'held'" || fail "the worker did not commit the held queue's delivery"
 expect_eq "held jobs arrive in order" \
   "$(jb_redis LRANGE jobbuf:held 0 -1 | ruby -rjson -ne 'print JSON.parse($_)["n"], " "')" "$(seq -s ' ' 1 21) "
+wait_census || fail "no census of the worker"
 expect_eq "resumed queue: jobbuf_stats" \
   "$(jb_sql "SELECT paused || ' ' || ready || ' ' || delivered_total FROM jobbuf_stats() WHERE queue = 'held'")" "false 0 21"
 
@@ -74,6 +76,7 @@ sleep 1.5
 after=$(jb_redis LLEN jobbuf:backlog)
 say "backlog: $at_pause of 5000 in Redis when jobbuf_pause committed, $after 1.5 s later"
 expect_le "paused mid-drain: at most one more batch of 20 after the pause committed" "$(( after - at_pause ))" 20
+wait_census || fail "no census of the worker"
 expect_eq "paused mid-drain: the rest stays staged" "$(jb_sql "SELECT ready FROM jobbuf_stats() WHERE queue = 'backlog'")" "$(( 5000 - after ))"
 check "paused mid-drain: most of the backlog was still staged ($(( 5000 - after )))" [ "$after" -lt 2500 ]
 
@@ -89,7 +92,7 @@ toggle_cycles() {
   early=0
   for _ in $(seq 1 "$1"); do
     toggled_n=$((toggled_n + 1))
-    [ "$(jb_sql "SELECT bool_and(ready > 0) FROM jobbuf_stats() WHERE queue LIKE 'busy_'")" = t ] &&
+    [ "$(jb_sql "SELECT count(DISTINCT queue) = 3 FROM jobbuf.jobs WHERE queue LIKE 'busy_'")" = t ] &&
       busy_cycles=$((busy_cycles + 1))
     jb_psql -q -o /dev/null -c "SELECT jobbuf_resume('toggled')" -c "SELECT jobbuf_pause('toggled')" \
       -c "SELECT jobbuf_stage('toggled', jsonb_build_object('n', $toggled_n))"

@@ -22,6 +22,7 @@ wait_staged 2 || fail "the worker did not commit the due jobs"
 sleep 1   # a few polls (300 ms) that must not deliver the scheduled jobs
 expect_eq "only the due jobs are in Redis" \
   "$(jb_redis LRANGE jobbuf:later 0 -1 | tr '\n' ' ')" '{"n": "past"} {"n": "null"} '
+wait_census || fail "no census of the worker"
 expect_eq "jobbuf_stats: scheduled 2, ready 0" \
   "$(jb_sql "SELECT scheduled || ' ' || ready FROM jobbuf_stats() WHERE queue = 'later'")" "2 0"
 jb_sql "SELECT jobbuf_stage('later', '{\"n\": \"after\"}'::jsonb)" >/dev/null

@@ -123,6 +123,7 @@ check "jobbuf.jobs ends empty for bulk" [ "$(jb_sql "SELECT count(*) FROM jobbuf
 check "nothing dead-lettered" [ "$(jb_sql "SELECT count(*) FROM jobbuf.dead")" = 0 ]
 delivered=$(jb_sql "SELECT delivered_total FROM jobbuf_stats() WHERE queue = 'bulk'")
 check "jobbuf_stats: delivered_total 1000 for bulk (got $delivered)" [ "$delivered" = 1000 ]
+wait_census || fail "no census of the worker"
 check "jobbuf_stats: bulk has 0 ready, 0 claimed" \
   [ "$(jb_sql "SELECT ready || '/' || claimed FROM jobbuf_stats() WHERE queue = 'bulk'")" = 0/0 ]
 check "queue:bulk drained, Sidekiq retry and dead sets empty" \

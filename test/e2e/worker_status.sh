@@ -30,6 +30,7 @@ read -r w1 b1 d1 <<<"$(status "wakeups || ' ' || batches || ' ' || delivered")"
 expect_eq "delivered counts the 75 jobs" "$d1" 75
 check "batches count the deliveries (3 commits x 3 batches of <= 10: $b1 - $b0 >= 9)" [ $(( b1 - b0 )) -ge 9 ]
 check "wakeups count the 3 commits ($w1 - $w0 >= 3)" [ $(( w1 - w0 )) -ge 3 ]
+wait_census || fail "no census of the worker"
 expect_eq "jobbuf_stats: delivered_total, failed_total, ready, last_delivery_at set" \
   "$(jb_sql "SELECT delivered_total || ' ' || failed_total || ' ' || ready || ' ' || (last_delivery_at IS NOT NULL) FROM jobbuf_stats()")" "75 0 0 true"
 
@@ -37,7 +38,8 @@ expect_eq "jobbuf_stats: delivered_total, failed_total, ready, last_delivery_at 
 set_and_reload jobbuf.enabled off || fail "jobbuf.enabled = off was not reloaded"
 jb_sql "SELECT jobbuf_stage('s', '{\"n\": 100}'::jsonb)" >/dev/null
 sleep 1   # a window for a delivery that should not happen
-expect_eq "enabled = off: the job stays staged" "$(jb_redis LLEN jobbuf:s) $(jb_sql "SELECT ready FROM jobbuf_stats()")" "75 1"
+wait_census || fail "no census of the worker while jobbuf.enabled = off"
+expect_eq "enabled = off: the job stays staged (and the census counts it)" "$(jb_redis LLEN jobbuf:s) $(jb_sql "SELECT ready FROM jobbuf_stats()")" "75 1"
 expect_eq "enabled = off: the worker process stays" "$(status running)" t
 jb_psql -q -o /dev/null -c "ALTER SYSTEM SET jobbuf.enabled = on" -c "SELECT pg_reload_conf()"
 if jb_wait_until '[ "$(jb_redis LLEN jobbuf:s)" = 76 ]' 15; then

@@ -7,6 +7,7 @@
 #   wait_redis_connected                # jobbuf_worker_status().redis_connected
 #   wait_delivered N                    # the worker counted N deliveries (their commits are done)
 #   wait_staged N ["WHERE ..."]         # jobbuf.jobs holds N rows (matching the condition)
+#   wait_census                         # a census of the worker taken after now (jobbuf_stats() counts from it)
 #   in_batch / worker_idle              # the worker is inside a batch / waits on its latch
 #   wait_lock_waiter "QUERY"            # a session running exactly QUERY waits for a lock
 #   tx_open; tx_run "SQL"; tx_send "SQL"; tx_close [COMMIT|ROLLBACK]   # a transaction held open
@@ -44,6 +45,14 @@ wait_delivered() {
 
 wait_staged() {
   jb_wait_until "[ \"\$(jb_sql \"SELECT count(*) FROM jobbuf.jobs ${2:-}\")\" = $1 ]" "$PRECONDITION_TIMEOUT"
+}
+
+# wait_census: the worker took a census that started after this call (jobbuf_stats() and
+# jobbuf_queue_metrics() count jobs as of the last one; see src/worker/queue_census.h).
+wait_census() {
+  local t
+  t=$(jb_sql "SELECT clock_timestamp()")
+  jb_wait_until "[ \"\$(jb_sql \"SELECT coalesce(bool_and(census_at > '$t'), false) FROM jobbuf.queue_stats\")\" = t ]" "$PRECONDITION_TIMEOUT"
 }
 
 # worker_activity: the drain worker's state, query and wait event type, e.g.

@@ -3,7 +3,7 @@
 -- Everything runs in one transaction, where now() stands still: leases and run_at are moved into
 -- the past with UPDATE instead of waiting. Queues have target none (the worker ignores them).
 BEGIN;
-SELECT plan(161);
+SELECT plan(165);
 
 CREATE TEMP TABLE claims (tag text, group_id uuid, id bigint, payload jsonb, attempts integer,
                           partition text, staged_at timestamptz);
@@ -202,7 +202,13 @@ SELECT results_eq(
                'boom 4: final'::text, 4, 'boom 3'::text, 3) $$,
     'the dead letter keeps id, payload, attempts, the final error and the previous one');
 SELECT ok((SELECT (errors->1->>'at')::timestamptz = now() FROM jobbuf.dead WHERE queue = 'tc_fail'), 'the final error has its time');
+-- jobbuf_stats() counts as of the last census (the worker's; taken here, in this transaction).
+SELECT ok(jobbuf.take_census() > 0, 'a census');
 SELECT is((SELECT dead FROM jobbuf_stats() WHERE queue = 'tc_fail'), 1::bigint, 'jobbuf_stats counts the dead letter');
+SELECT is((SELECT failed_total FROM jobbuf_stats() WHERE queue = 'tc_fail'), 4::bigint,
+          'jobbuf_stats: failed_total counts the four consumer failures');
+SELECT results_eq($$ SELECT rejected_total, consumer_failed_total FROM jobbuf_queue_metrics() WHERE queue = 'tc_fail' $$,
+                  $$ VALUES (0::bigint, 4::bigint) $$, 'jobbuf_queue_metrics: consumer failures apart from Redis rejections');
 
 -- A spread of failures: the backoff stays within its bounds and is not constant (jitter).
 SELECT jobbuf_create_queue('tc_jitter', 'none', '{"backoff_base": 100}');
@@ -297,6 +303,7 @@ SELECT is(pg_temp.claim_into('st1', 'tc_stats', 2), 2, 'claim 2 of 6');
 SELECT is(pg_temp.claim_into('st2', 'tc_stats', 1), 1, 'claim 1 more');
 SELECT pg_temp.expire('st2');
 INSERT INTO jobbuf.dead (id, queue, payload, staged_at, attempts) VALUES (-1, 'tc_stats', '{}', now(), 1);
+SELECT ok(jobbuf.take_census() > 0, 'a census');
 SELECT results_eq($$ SELECT ready, scheduled, claimed, dead FROM jobbuf_stats() WHERE queue = 'tc_stats' $$,
                   $$ VALUES (4::bigint, 1::bigint, 2::bigint, 1::bigint) $$,
                   'jobbuf_stats: ready (incl. expired leases), scheduled, claimed, dead');

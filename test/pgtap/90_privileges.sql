@@ -1,12 +1,13 @@
 -- pgTAP: the privilege model (src/sql/90_privileges.sql), tried as the wrong roles.
 BEGIN;
-SELECT plan(40);
+SELECT plan(49);
 
 SELECT jobbuf_create_queue('priv_q', 'none');
 CREATE ROLE priv_producer LOGIN IN ROLE jobbuf_producer;
 CREATE ROLE priv_consumer LOGIN IN ROLE jobbuf_consumer;
 CREATE ROLE priv_admin LOGIN IN ROLE jobbuf_admin;
 CREATE ROLE priv_nobody LOGIN;
+CREATE ROLE priv_monitor LOGIN IN ROLE jobbuf_monitor;
 
 -- Catalog-level properties.
 SELECT is((SELECT count(*)::int FROM pg_proc p
@@ -46,6 +47,21 @@ SELECT throws_ok($$ SELECT jobbuf_stage('priv_q', '{"c": 3}'::jsonb) $$, '42501'
 SELECT throws_ok($$ DELETE FROM jobbuf.jobs $$, '42501', NULL, 'consumer cannot delete jobs directly');
 SELECT throws_ok($$ SELECT jobbuf_drop_queue('priv_q', true) $$, '42501', NULL, 'consumer cannot drop queues');
 SELECT throws_ok($$ SELECT jobbuf_pause('priv_q') $$, '42501', NULL, 'consumer cannot pause queues');
+RESET ROLE;
+
+-- Monitor: the inspection functions, nothing else (docs/operations.md).
+SET ROLE priv_monitor;
+SELECT lives_ok($$ SELECT * FROM jobbuf_stats() $$, 'monitor can read jobbuf_stats()');
+SELECT lives_ok($$ SELECT * FROM jobbuf_queue_metrics() $$, 'monitor can read jobbuf_queue_metrics()');
+SELECT lives_ok($$ SELECT * FROM jobbuf_prometheus_queues() $$, 'monitor can read jobbuf_prometheus_queues()');
+SELECT is((SELECT count(*)::int FROM jobbuf_prometheus_worker()), 1, 'monitor reads one worker row: this database''s');
+SELECT throws_ok($$ SELECT count(*) FROM jobbuf.jobs $$, '42501', NULL, 'monitor cannot read jobs');
+SELECT throws_ok($$ SELECT count(*) FROM jobbuf.queue_stats $$, '42501', NULL, 'monitor cannot read the tables behind the metrics');
+SELECT throws_ok($$ SELECT jobbuf.take_census() $$, '42501', NULL, 'monitor cannot take a census');
+SELECT throws_ok($$ SELECT jobbuf_stage('priv_q', '{}'::jsonb) $$, '42501', NULL, 'monitor cannot stage');
+RESET ROLE;
+SET ROLE priv_nobody;
+SELECT throws_ok($$ SELECT * FROM jobbuf_queue_metrics() $$, '42501', NULL, 'a role without a jobbuf role cannot read the metrics');
 RESET ROLE;
 
 -- Admin: manages queues and dead letters, but does not stage or claim.

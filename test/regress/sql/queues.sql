@@ -94,5 +94,7 @@ SELECT jobbuf_stage('q_default', '{}'::jsonb);
 SELECT jobbuf_create_queue('q_default', 'stream');
 SELECT name, target FROM jobbuf.queues WHERE name = 'q_default';
 
+-- jobbuf_stats() counts as of the worker's census (none runs here): taken by hand.
+SELECT jobbuf.take_census() > 0 AS counted;
 SELECT queue, target, paused, ready, scheduled, claimed, dead, delivered_total, failed_total, last_error
 FROM jobbuf_stats();

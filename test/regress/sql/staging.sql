@@ -80,14 +80,38 @@ SELECT jobbuf_stage('s_none', '{"u": 11}'::jsonb, unique_key => 'order-43') IS N
 SELECT jobbuf_stage('s_list', '{"p": 1}'::jsonb, partition_key => 'account-7') AS p1 \gset
 SELECT payload, partition_key FROM jobbuf.jobs WHERE id = :p1;
 
--- jobbuf_stats(): ready (due), scheduled (run_at later), claimed; totals start at 0.
+-- jobbuf_stats(): ready (due), scheduled (run_at later), claimed; totals start at 0. They are
+-- as of the last census, which the worker takes (none runs here): taken by hand.
 SELECT jobbuf_create_queue('s_empty', 'stream');
+SELECT jobbuf_stats() AS before_census FROM jobbuf_stats() WHERE ready > 0;
+SELECT jobbuf.take_census() AS queues_counted;
 SELECT queue, target, paused, ready, scheduled, claimed, dead, delivered_total, failed_total,
        last_error, last_delivery_at, oldest_ready_age IS NOT NULL AS has_ready_age
 FROM jobbuf_stats();
 SELECT count(*) AS stats_rows, sum(ready + scheduled + claimed) AS jobs_counted,
        (SELECT count(*) FROM jobbuf.jobs) AS jobs_in_table
 FROM jobbuf_stats();
+
+-- jobbuf_queue_metrics(): the same counts, held apart; no delivery in the last minute.
+SELECT queue, ready, scheduled, claimed, held, dead, oldest_ready_age IS NOT NULL AS has_ready_age,
+       delivered_total, rejected_total, consumer_failed_total, delivered_per_second,
+       queue_time_p50, queue_time_p99
+FROM jobbuf_queue_metrics();
+-- A consumer failure counts at once in failed_total and consumer_failed_total, and the census
+-- moves it into the queue's counters (it counts once).
+SELECT jobbuf_fail(group_id, 'consumer says no') AS failed
+FROM (SELECT DISTINCT group_id FROM jobbuf.jobs WHERE queue = 's_none' AND group_id IS NOT NULL) g;
+SELECT s.failed_total, m.consumer_failed_total, m.rejected_total,
+       (SELECT count(*) FROM jobbuf.consumer_failures) AS uncounted_rows
+FROM jobbuf_stats() s JOIN jobbuf_queue_metrics() m USING (queue) WHERE queue = 's_none';
+SELECT jobbuf.take_census() AS queues_counted;
+SELECT s.failed_total, m.consumer_failed_total, m.ready, m.claimed,
+       (SELECT count(*) FROM jobbuf.consumer_failures) AS uncounted_rows
+FROM jobbuf_stats() s JOIN jobbuf_queue_metrics() m USING (queue) WHERE queue = 's_none';
+-- The exporter's view: seconds, the database's name, NaN for no time in queue.
+SELECT datname = current_database() AS datname_ok, queue, ready, failed_total, oldest_ready_seconds > 0 AS waiting,
+       queue_time_p99_seconds
+FROM jobbuf_prometheus_queues() WHERE queue = 's_list';
 
 -- jobbuf_worker_status(): these columns; a row per drain worker (how many depends on the server's
 -- jobbuf.database), each naming its database.

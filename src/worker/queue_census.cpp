@@ -1,0 +1,212 @@
+// Postgres regime: the census of the drain worker's queues and its minute of deliveries (see
+// queue_census.h).
+#include "pg_includes.h"
+
+#include <cmath>
+
+#include "extension_version.h"
+#include "kept_plan.h"
+#include "name_hash.h"
+#include "settings.h"
+#include "worker/active_queues.h"
+#include "worker/queue_census.h"
+#include "worker/worker_transaction.h"
+
+extern "C" {
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "storage/lmgr.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+}
+
+using jobbuf::redis::JobResult;
+using jobbuf::redis::StagedJob;
+
+namespace {
+
+constexpr int kSlots = 12;           // the minute, in slots of
+constexpr double kSlotSeconds = 5;   // five seconds
+constexpr int kBuckets = 96;         // bucket 0: under 1 ms; bucket b: [1 ms * 1.2^(b-1), 1 ms * 1.2^b)
+constexpr double kBucketBase = 0.001;
+constexpr double kBucketFactor = 1.2;
+
+struct MinuteSlot {
+    int64 slot;  // the five-second period it counts (epoch seconds / 5); -1 when unused
+    int64 delivered;
+    uint32 waited[kBuckets];  // jobs by time in queue (deliveries without a time are not in it)
+};
+
+struct QueueMinute {
+    char queue[NAMEDATALEN];  // hash key
+    MinuteSlot slots[kSlots];
+};
+
+HTAB* minutes = nullptr;
+SPIPlanPtr census_plan = nullptr;
+TimestampTz next_census = 0;
+
+int bucket_of(double seconds)
+{
+    if (!(seconds >= kBucketBase))  // NaN, negative (Sidekiq takes scheduled jobs early), under 1 ms
+        return 0;
+    int b = 1 + static_cast<int>(std::floor(std::log(seconds / kBucketBase) / std::log(kBucketFactor)));
+    return Min(b, kBuckets - 1);
+}
+
+// What a bucket reports: the geometric middle of its range.
+double bucket_seconds(int b)
+{
+    if (b == 0)
+        return kBucketBase / 2;
+    return kBucketBase * std::pow(kBucketFactor, b - 0.5);
+}
+
+MinuteSlot* current_slot(const char* queue, double now)
+{
+    if (minutes == nullptr)
+        minutes = create_name_hash("jobbuf queue minute", sizeof(QueueMinute), 16);
+    bool found = false;
+    auto* entry = static_cast<QueueMinute*>(hash_search(minutes, queue, HASH_ENTER, &found));
+    if (!found)
+        for (auto& s : entry->slots)
+            s.slot = -1;
+    int64 slot = static_cast<int64>(now / kSlotSeconds);
+    MinuteSlot* s = &entry->slots[slot % kSlots];
+    if (s->slot != slot) {
+        memset(s, 0, sizeof(*s));
+        s->slot = slot;
+    }
+    return s;
+}
+
+// The smallest time in queue that a fraction q of the jobs did not exceed; NaN when none.
+double percentile(const uint32* waited, int64 jobs, double q)
+{
+    if (jobs == 0)
+        return NAN;
+    int64 rank = static_cast<int64>(std::ceil(q * static_cast<double>(jobs)));
+    int64 seen = 0;
+    for (int b = 0; b < kBuckets; b++) {
+        seen += waited[b];
+        if (seen >= rank)
+            return bucket_seconds(b);
+    }
+    return bucket_seconds(kBuckets - 1);
+}
+
+void prepare_census_plan(void)
+{
+    Oid types[4] = {TEXTARRAYOID, INT8ARRAYOID, FLOAT8ARRAYOID, FLOAT8ARRAYOID};
+    kept_plan(&census_plan, "SELECT jobbuf.take_census($1, $2, $3, $4)", 4, types);
+}
+
+// Whether jobbuf.consumer_failures can be locked as the census needs without waiting (the other
+// tables: lock_jobbuf_tables).
+bool lock_consumer_failures(void)
+{
+    Oid schema = get_namespace_oid("jobbuf", true);
+    Oid relid = OidIsValid(schema) ? get_relname_relid("consumer_failures", schema) : InvalidOid;
+    return OidIsValid(relid) && ConditionalLockRelationOid(relid, RowExclusiveLock);
+}
+
+// One census: the minute of every queue the worker delivered to, as arrays for take_census.
+void run_census(void)
+{
+    int64 this_slot = static_cast<int64>(now_epoch_seconds() / kSlotSeconds);
+    long n = minutes != nullptr ? hash_get_num_entries(minutes) : 0;
+    Datum* names = static_cast<Datum*>(palloc(sizeof(Datum) * (n + 1)));
+    Datum* delivered = static_cast<Datum*>(palloc(sizeof(Datum) * (n + 1)));
+    Datum* p50 = static_cast<Datum*>(palloc(sizeof(Datum) * (n + 1)));
+    Datum* p99 = static_cast<Datum*>(palloc(sizeof(Datum) * (n + 1)));
+    bool* p_nulls = static_cast<bool*>(palloc(sizeof(bool) * (n + 1)));
+    int count = 0;
+    if (minutes != nullptr) {
+        HASH_SEQ_STATUS scan;
+        hash_seq_init(&scan, minutes);
+        while (auto* entry = static_cast<QueueMinute*>(hash_seq_search(&scan))) {
+            uint32 waited[kBuckets] = {0};
+            int64 jobs = 0, total = 0;
+            for (const auto& s : entry->slots) {
+                // The last twelve five-second periods, the current one included.
+                if (s.slot < 0 || this_slot - s.slot >= kSlots)
+                    continue;
+                total += s.delivered;
+                for (int b = 0; b < kBuckets; b++) {
+                    waited[b] += s.waited[b];
+                    jobs += s.waited[b];
+                }
+            }
+            if (total == 0 && jobs == 0) {
+                // Nothing in the last minute (or a dropped queue): forgotten until it delivers again;
+                // take_census shows 0 and NULL for a queue the arrays do not name.
+                hash_search(minutes, entry->queue, HASH_REMOVE, nullptr);
+                continue;
+            }
+            double median = percentile(waited, jobs, 0.5), high = percentile(waited, jobs, 0.99);
+            names[count] = CStringGetTextDatum(entry->queue);
+            delivered[count] = Int64GetDatum(total);
+            p50[count] = Float8GetDatum(median);
+            p99[count] = Float8GetDatum(high);
+            p_nulls[count] = std::isnan(median);
+            count++;
+        }
+    }
+    int dims[1] = {count};
+    int lbs[1] = {1};
+    Datum values[4] = {
+        PointerGetDatum(construct_array(names, count, TEXTOID, -1, false, TYPALIGN_INT)),
+        PointerGetDatum(construct_array(delivered, count, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
+        PointerGetDatum(construct_md_array(p50, p_nulls, 1, dims, lbs, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
+        PointerGetDatum(construct_md_array(p99, p_nulls, 1, dims, lbs, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE))};
+    char nulls[4] = {' ', ' ', ' ', ' '};
+    prepare_census_plan();
+    execute_kept(census_plan, values, nulls, false, SPI_OK_SELECT, "queue census");
+}
+
+}  // namespace
+
+void note_delivered_jobs(const char* queue, const StagedJob* jobs, const JobResult* results, uint64 count, double now)
+{
+    MinuteSlot* s = current_slot(queue, now);
+    for (uint64 i = 0; i < count; i++) {
+        if (results[i] != JobResult::Delivered)
+            continue;
+        s->delivered++;
+        s->waited[bucket_of(now - Max(jobs[i].staged_at, jobs[i].run_at))]++;
+    }
+}
+
+void note_delivered_count(const char* queue, int64 count, double now)
+{
+    current_slot(queue, now)->delivered += count;
+}
+
+long census_due_in_ms(void)
+{
+    TimestampTz now = GetCurrentTimestamp();
+    return next_census <= now ? 0 : static_cast<long>((next_census - now) / 1000) + 1;
+}
+
+void take_census_if_due(void)
+{
+    TimestampTz started = GetCurrentTimestamp();
+    if (started < next_census || RecoveryInProgress())
+        return;
+    long interval_ms = Min(jobbuf_poll_interval, 1000);
+    next_census = TimestampTzPlusMilliseconds(started, interval_ms);  // also after an error
+    if (strcmp(installed_extension_version(), kJobbufSqlVersion) != 0)
+        return;  // no extension, or SQL older than the library: nothing to count into
+    begin_worker_transaction("jobbuf: counting the queues' jobs");
+    if (!lock_jobbuf_tables() || !lock_consumer_failures()) {
+        abort_worker_transaction();  // DDL holds them: counted at the next census
+        return;
+    }
+    run_census();
+    commit_worker_transaction();
+    long took_ms = static_cast<long>((GetCurrentTimestamp() - started) / 1000);
+    next_census = TimestampTzPlusMilliseconds(started, Max(interval_ms, 10 * took_ms));
+}
