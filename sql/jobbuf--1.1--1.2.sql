@@ -1112,6 +1112,201 @@ GRANT EXECUTE ON FUNCTION jobbuf_prometheus_worker() TO jobbuf_producer, jobbuf_
 GRANT EXECUTE ON FUNCTION jobbuf_stats() TO jobbuf_monitor;
 GRANT EXECUTE ON FUNCTION jobbuf_worker_status() TO jobbuf_monitor;
 
+-- Copies of a database, dead letters (src/sql/00_schema.sql, 40_claim.sql, 50_dead_letters.sql,
+-- 60_copies.sql; docs/copies.md): a dead letter keeps its job's origin and owner, and
+-- jobbuf_retry_dead puts it back with both, so a copy's retried dead letters are held there and a
+-- retried job keeps the ids consumers saw. Held dead letters are adopted by
+-- jobbuf_release_restored and deleted by jobbuf_discard_restored with the held jobs.
+-- Dead letters kept before the update record this installation's identity, as the jobs do (set
+-- by an UPDATE rather than by ADD COLUMN's default, which would leave the catalog unlike a fresh 1.2's).
+ALTER TABLE jobbuf.dead ADD COLUMN origin uuid, ADD COLUMN owner uuid;
+UPDATE jobbuf.dead SET origin = jobbuf.installation_id(), owner = jobbuf.installation_id();
+ALTER TABLE jobbuf.dead
+    ALTER COLUMN origin SET DEFAULT jobbuf.installation_id(), ALTER COLUMN origin SET NOT NULL,
+    ALTER COLUMN owner SET DEFAULT jobbuf.installation_id(), ALTER COLUMN owner SET NOT NULL;
+
+-- Every move into jobbuf.dead carries them (the worker's, for jobs Redis rejects, is in the library).
+CREATE OR REPLACE FUNCTION jobbuf.bury_abandoned(q jobbuf.queues)
+RETURNS void LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    WITH abandoned AS (
+        SELECT j.id FROM jobbuf.jobs j
+        WHERE j.queue = q.name AND j.owner = jobbuf.installation_id() AND j.group_id IS NOT NULL AND j.lease_until <= pg_catalog.now()
+          AND j.attempts + 1 >= coalesce((q.options->>'max_attempts')::integer, 25)
+        FOR UPDATE SKIP LOCKED
+    ), buried AS (
+        DELETE FROM jobbuf.jobs j USING abandoned a WHERE j.id = a.id
+        RETURNING j.*
+    )
+    INSERT INTO jobbuf.dead (id, queue, payload, partition_key, unique_key, staged_at, attempts,
+                             last_error, errors, origin, owner)
+    SELECT b.id, b.queue, b.payload, b.partition_key, b.unique_key, b.staged_at, b.attempts + 1,
+           'lease expired',
+           CASE WHEN b.last_error IS NULL THEN '[]'::jsonb
+                ELSE pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
+                    'at', NULL, 'attempt', b.attempts, 'error', jobbuf.bounded_error(b.last_error))) END
+           || pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
+                    'at', pg_catalog.now(), 'attempt', b.attempts + 1, 'error', 'lease expired')),
+           b.origin, b.owner
+    FROM buried b
+    ON CONFLICT (id) DO NOTHING;
+$$;
+
+CREATE OR REPLACE FUNCTION jobbuf_fail(group_id uuid, error text, ids bigint[] DEFAULT NULL)
+RETURNS integer LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    gid constant uuid := jobbuf.checked_group_id(group_id);
+    message constant text := jobbuf.bounded_error(error);
+    only_ids constant bigint[] := ids;
+    handled integer;
+    retries integer := 0;
+    violated text;
+BEGIN
+    IF message IS NULL THEN
+        RAISE EXCEPTION 'jobbuf: the error of a failed group must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed',
+                  HINT = 'pass a message saying why the jobs failed; it is kept in last_error';
+    END IF;
+    LOOP
+        BEGIN
+            WITH failing AS MATERIALIZED (
+                SELECT j.id, j.queue, j.unique_key, j.attempts + 1 AS attempt,
+                       j.attempts + 1 >= coalesce((q.options->>'max_attempts')::integer, 25) AS dies,
+                       least(coalesce((q.options->>'backoff_max')::float8, 3600),
+                             coalesce((q.options->>'backoff_base')::float8, 1)
+                             * power(2::float8, least(j.attempts, 60))) AS delay
+                FROM jobbuf.jobs j JOIN jobbuf.queues q ON q.name = j.queue
+                WHERE j.group_id = gid AND (only_ids IS NULL OR j.id = ANY (only_ids))
+                FOR UPDATE OF j
+            ), counted AS (
+                -- consumer_failed_total (30_inspection.sql): a row of this call's own, no shared counter
+                INSERT INTO jobbuf.consumer_failures (queue, failed)
+                SELECT f.queue, count(*) FROM failing f GROUP BY f.queue
+            ), buried AS (
+                DELETE FROM jobbuf.jobs j USING failing f
+                WHERE j.id = f.id AND f.dies
+                RETURNING j.id, j.queue, j.payload, j.partition_key, j.unique_key, j.staged_at,
+                          f.attempt, j.last_error AS previous_error, j.origin, j.owner
+            ), dead_letters AS (
+                INSERT INTO jobbuf.dead (id, queue, payload, partition_key, unique_key, staged_at,
+                                         attempts, last_error, errors, origin, owner)
+                SELECT b.id, b.queue, b.payload, b.partition_key, b.unique_key, b.staged_at,
+                       b.attempt, message,
+                       CASE WHEN b.previous_error IS NULL THEN '[]'::jsonb
+                            ELSE jsonb_build_array(jsonb_build_object(
+                                'at', NULL, 'attempt', b.attempt - 1, 'error', jobbuf.bounded_error(b.previous_error))) END
+                       || jsonb_build_array(jsonb_build_object(
+                                'at', now(), 'attempt', b.attempt, 'error', message)),
+                       b.origin, b.owner
+                FROM buried b
+            ), superseded AS MATERIALIZED (
+                SELECT f.id FROM failing f
+                WHERE NOT f.dies AND f.unique_key IS NOT NULL
+                  AND (EXISTS (SELECT 1 FROM jobbuf.jobs w
+                               WHERE w.queue = f.queue AND w.unique_key = f.unique_key
+                                 AND w.group_id IS NULL)
+                       OR EXISTS (SELECT 1 FROM failing o
+                                  WHERE NOT o.dies AND o.queue = f.queue
+                                    AND o.unique_key = f.unique_key AND o.id > f.id))
+            ), dropped AS (
+                DELETE FROM jobbuf.jobs j USING superseded s WHERE j.id = s.id
+                RETURNING j.id
+            ), released AS (
+                UPDATE jobbuf.jobs j
+                SET attempts = f.attempt, last_error = message, group_id = NULL, lease_until = NULL,
+                    run_at = now() + make_interval(secs => f.delay * (0.75 + 0.25 * random()))
+                FROM failing f
+                WHERE j.id = f.id AND NOT f.dies AND f.id NOT IN (SELECT s.id FROM superseded s)
+                RETURNING j.id
+            )
+            SELECT (SELECT count(*) FROM buried) + (SELECT count(*) FROM dropped)
+                   + (SELECT count(*) FROM released)
+            INTO handled;
+            RETURN handled;
+        EXCEPTION WHEN unique_violation THEN
+            GET STACKED DIAGNOSTICS violated = CONSTRAINT_NAME;
+            retries := retries + 1;
+            IF violated IS DISTINCT FROM 'jobs_unique_waiting' OR retries > 5 THEN
+                RAISE;
+            END IF;
+            -- A job with the same unique_key was staged concurrently and has committed; the
+            -- next attempt sees it and drops the failed duplicate.
+        END;
+    END LOOP;
+END $$;
+
+CREATE OR REPLACE FUNCTION jobbuf_retry_dead(queue text, ids bigint[] DEFAULT NULL)
+RETURNS integer LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    q constant jobbuf.queues := jobbuf.known_queue(queue);
+    only_ids constant bigint[] := ids;
+    moved integer;
+BEGIN
+    WITH picked AS MATERIALIZED (
+        SELECT d.* FROM jobbuf.dead d
+        WHERE d.queue = q.name AND (only_ids IS NULL OR d.id = ANY (only_ids))
+        ORDER BY d.id DESC
+        FOR UPDATE
+    ), revived AS (
+        INSERT INTO jobbuf.jobs AS j (id, queue, payload, run_at, unique_key, partition_key,
+                                      staged_at, attempts, last_error, origin, owner)
+        SELECT p.id, p.queue, p.payload, now(), p.unique_key, p.partition_key, p.staged_at, 0,
+               p.last_error, p.origin, p.owner
+        FROM picked p ORDER BY p.id DESC
+        ON CONFLICT DO NOTHING
+        RETURNING j.id
+    ), removed AS (
+        DELETE FROM jobbuf.dead d USING revived r WHERE d.id = r.id RETURNING d.id
+    )
+    SELECT count(*) INTO moved FROM removed;
+    RETURN moved;
+END $$;
+
+CREATE FUNCTION jobbuf.held_dead_letters_of(queue text)
+RETURNS TABLE (id bigint) LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT d.id FROM jobbuf.dead d
+    WHERE d.owner OPERATOR(pg_catalog.<>) jobbuf.installation_id()
+      AND ($1 IS NULL OR d.queue OPERATOR(pg_catalog.=) $1);
+$$;
+
+CREATE OR REPLACE FUNCTION jobbuf_release_restored(queue text DEFAULT NULL)
+RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    released bigint;
+    dead_letters bigint;
+BEGIN
+    UPDATE jobbuf.jobs j SET owner = jobbuf.installation_id()
+    FROM jobbuf.held_jobs_of(jobbuf_release_restored.queue) h WHERE j.id OPERATOR(pg_catalog.=) h.id;
+    GET DIAGNOSTICS released = ROW_COUNT;
+    IF released OPERATOR(pg_catalog.>) 0 THEN
+        -- A statement on jobbuf.queues wakes the worker when this transaction commits.
+        UPDATE jobbuf.queues SET paused = paused WHERE false;
+    END IF;
+    UPDATE jobbuf.dead d SET owner = jobbuf.installation_id()
+    FROM jobbuf.held_dead_letters_of(jobbuf_release_restored.queue) h WHERE d.id OPERATOR(pg_catalog.=) h.id;
+    GET DIAGNOSTICS dead_letters = ROW_COUNT;
+    RETURN released OPERATOR(pg_catalog.+) dead_letters;
+END $$;
+
+CREATE OR REPLACE FUNCTION jobbuf_discard_restored(queue text DEFAULT NULL)
+RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    discarded bigint;
+    dead_letters bigint;
+BEGIN
+    DELETE FROM jobbuf.jobs j USING jobbuf.held_jobs_of(jobbuf_discard_restored.queue) h WHERE j.id OPERATOR(pg_catalog.=) h.id;
+    GET DIAGNOSTICS discarded = ROW_COUNT;
+    DELETE FROM jobbuf.dead d USING jobbuf.held_dead_letters_of(jobbuf_discard_restored.queue) h WHERE d.id OPERATOR(pg_catalog.=) h.id;
+    GET DIAGNOSTICS dead_letters = ROW_COUNT;
+    RETURN discarded OPERATOR(pg_catalog.+) dead_letters;
+END $$;
+
+-- Privileges, as 90_privileges.sql gives them (CREATE OR REPLACE keeps grants, not SECURITY DEFINER).
+REVOKE ALL ON FUNCTION jobbuf.held_dead_letters_of(text) FROM PUBLIC;
+ALTER FUNCTION jobbuf_fail(uuid, text, bigint[]) SECURITY DEFINER;
+ALTER FUNCTION jobbuf_retry_dead(text, bigint[]) SECURITY DEFINER;
+ALTER FUNCTION jobbuf_release_restored(text) SECURITY DEFINER;
+ALTER FUNCTION jobbuf_discard_restored(text) SECURITY DEFINER;
+
 -- Keep this statement last.
 -- Wakes the drain worker when this update commits: a worker running the 1.2 library against 1.1
 -- SQL waits for this update, and a statement on jobbuf.queues (its trigger) is what tells it.

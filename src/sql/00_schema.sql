@@ -180,7 +180,11 @@ CREATE TABLE jobbuf.dead (
     attempts      integer NOT NULL,
     last_error    text,
     errors        jsonb NOT NULL DEFAULT '[]',
-    died_at       timestamptz NOT NULL DEFAULT now()
+    died_at       timestamptz NOT NULL DEFAULT now(),
+    -- The job's own (jobbuf.jobs): jobbuf_retry_dead puts it back with both, so a dead letter
+    -- restored from a dump comes back held, and every job keeps the ids consumers saw.
+    origin        uuid NOT NULL DEFAULT jobbuf.installation_id(),
+    owner         uuid NOT NULL DEFAULT jobbuf.installation_id()
 );
 COMMENT ON TABLE jobbuf.dead IS 'dead letters: jobs that exhausted max_attempts or that Redis rejected';
 CREATE INDEX dead_queue_died_at ON jobbuf.dead (queue, died_at);

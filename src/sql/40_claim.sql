@@ -329,14 +329,15 @@ RETURNS void LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
         RETURNING j.*
     )
     INSERT INTO jobbuf.dead (id, queue, payload, partition_key, unique_key, staged_at, attempts,
-                             last_error, errors)
+                             last_error, errors, origin, owner)
     SELECT b.id, b.queue, b.payload, b.partition_key, b.unique_key, b.staged_at, b.attempts + 1,
            'lease expired',
            CASE WHEN b.last_error IS NULL THEN '[]'::jsonb
                 ELSE pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
                     'at', NULL, 'attempt', b.attempts, 'error', jobbuf.bounded_error(b.last_error))) END
            || pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
-                    'at', pg_catalog.now(), 'attempt', b.attempts + 1, 'error', 'lease expired'))
+                    'at', pg_catalog.now(), 'attempt', b.attempts + 1, 'error', 'lease expired')),
+           b.origin, b.owner
     FROM buried b
     ON CONFLICT (id) DO NOTHING;
 $$;
@@ -525,17 +526,18 @@ BEGIN
                 DELETE FROM jobbuf.jobs j USING failing f
                 WHERE j.id = f.id AND f.dies
                 RETURNING j.id, j.queue, j.payload, j.partition_key, j.unique_key, j.staged_at,
-                          f.attempt, j.last_error AS previous_error
+                          f.attempt, j.last_error AS previous_error, j.origin, j.owner
             ), dead_letters AS (
                 INSERT INTO jobbuf.dead (id, queue, payload, partition_key, unique_key, staged_at,
-                                         attempts, last_error, errors)
+                                         attempts, last_error, errors, origin, owner)
                 SELECT b.id, b.queue, b.payload, b.partition_key, b.unique_key, b.staged_at,
                        b.attempt, message,
                        CASE WHEN b.previous_error IS NULL THEN '[]'::jsonb
                             ELSE jsonb_build_array(jsonb_build_object(
                                 'at', NULL, 'attempt', b.attempt - 1, 'error', jobbuf.bounded_error(b.previous_error))) END
                        || jsonb_build_array(jsonb_build_object(
-                                'at', now(), 'attempt', b.attempt, 'error', message))
+                                'at', now(), 'attempt', b.attempt, 'error', message)),
+                       b.origin, b.owner
                 FROM buried b
             ), superseded AS MATERIALIZED (
                 SELECT f.id FROM failing f

@@ -32,6 +32,7 @@ BEGIN
 END $$;
 
 -- Moves dead jobs of the queue (all, or those in ids) back to jobbuf.jobs with the same id,
+-- origin and owner (a dead letter restored from a dump comes back held: docs/copies.md),
 -- attempts 0, run_at now() and their last error; returns how many moved. The move goes through
 -- the staging trigger (validation, worker wake-up) and through jobs_unique_waiting: a dead job
 -- whose unique_key is held by a waiting job stays dead (the waiting job does the same work), and
@@ -50,9 +51,9 @@ BEGIN
         FOR UPDATE
     ), revived AS (
         INSERT INTO jobbuf.jobs AS j (id, queue, payload, run_at, unique_key, partition_key,
-                                      staged_at, attempts, last_error)
+                                      staged_at, attempts, last_error, origin, owner)
         SELECT p.id, p.queue, p.payload, now(), p.unique_key, p.partition_key, p.staged_at, 0,
-               p.last_error
+               p.last_error, p.origin, p.owner
         FROM picked p ORDER BY p.id DESC
         ON CONFLICT DO NOTHING
         RETURNING j.id

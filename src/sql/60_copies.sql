@@ -10,13 +10,24 @@ RETURNS TABLE (id bigint) LANGUAGE sql STABLE SET search_path = pg_catalog, pg_t
       AND ($1 IS NULL OR j.queue OPERATOR(pg_catalog.=) (jobbuf.known_queue($1)).name);
 $$;
 
+-- The held dead letters (jobbuf.dead) of the queue named, or of every queue when NULL.
+CREATE FUNCTION jobbuf.held_dead_letters_of(queue text)
+RETURNS TABLE (id bigint) LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT d.id FROM jobbuf.dead d
+    WHERE d.owner OPERATOR(pg_catalog.<>) jobbuf.installation_id()
+      AND ($1 IS NULL OR d.queue OPERATOR(pg_catalog.=) $1);
+$$;
+
 -- Adopts the held jobs of the queue (all queues when NULL): they are delivered or claimed like
 -- jobs staged here, keeping their ids, their origin (so consumers see the ids the original
--- installation gave them, and can tell a job they already ran) and every other column.
+-- installation gave them, and can tell a job they already ran) and every other column. The
+-- queue's held dead letters are adopted with them (jobbuf_retry_dead then stages them as this
+-- installation's). Returns the number of jobs and dead letters adopted.
 CREATE FUNCTION jobbuf_release_restored(queue text DEFAULT NULL)
 RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     released bigint;
+    dead_letters bigint;
 BEGIN
     UPDATE jobbuf.jobs j SET owner = jobbuf.installation_id()
     FROM jobbuf.held_jobs_of(jobbuf_release_restored.queue) h WHERE j.id OPERATOR(pg_catalog.=) h.id;
@@ -25,18 +36,24 @@ BEGIN
         -- A statement on jobbuf.queues wakes the worker when this transaction commits.
         UPDATE jobbuf.queues SET paused = paused WHERE false;
     END IF;
-    RETURN released;
+    UPDATE jobbuf.dead d SET owner = jobbuf.installation_id()
+    FROM jobbuf.held_dead_letters_of(jobbuf_release_restored.queue) h WHERE d.id OPERATOR(pg_catalog.=) h.id;
+    GET DIAGNOSTICS dead_letters = ROW_COUNT;
+    RETURN released OPERATOR(pg_catalog.+) dead_letters;
 END $$;
 
--- Deletes the held jobs of the queue (all queues when NULL).
+-- Deletes the held jobs and held dead letters of the queue (all queues when NULL); returns how many.
 CREATE FUNCTION jobbuf_discard_restored(queue text DEFAULT NULL)
 RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     discarded bigint;
+    dead_letters bigint;
 BEGIN
     DELETE FROM jobbuf.jobs j USING jobbuf.held_jobs_of(jobbuf_discard_restored.queue) h WHERE j.id OPERATOR(pg_catalog.=) h.id;
     GET DIAGNOSTICS discarded = ROW_COUNT;
-    RETURN discarded;
+    DELETE FROM jobbuf.dead d USING jobbuf.held_dead_letters_of(jobbuf_discard_restored.queue) h WHERE d.id OPERATOR(pg_catalog.=) h.id;
+    GET DIAGNOSTICS dead_letters = ROW_COUNT;
+    RETURN discarded OPERATOR(pg_catalog.+) dead_letters;
 END $$;
 
 -- Gives this installation a new identity (superusers only): for a clone of a cluster

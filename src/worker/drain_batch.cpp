@@ -78,26 +78,29 @@ void prepare_plans(void)
             7, types);
     }
     {
-        Oid types[8] = {INT8OID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID};
+        // The job's origin goes with it (jobbuf_retry_dead stages it again with the ids consumers
+        // saw); its owner is this installation (the only one whose jobs the worker takes): the default.
+        Oid types[9] = {INT8OID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, UUIDOID};
         kept_plan(&dead_plan, 
             "INSERT INTO jobbuf.dead (id, queue, payload, partition_key, unique_key, staged_at,"
-            "                         attempts, last_error, errors)"
+            "                         attempts, last_error, errors, origin)"
             " VALUES ($1, $2, $3, $4, $5, $6, $7 OPERATOR(pg_catalog.+) 1, $8,"
-            "         pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object('at', pg_catalog.now(), 'error', $8)))"
+            "         pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object('at', pg_catalog.now(), 'error', $8)), $9)"
             " ON CONFLICT (id) DO NOTHING",
-            8, types);
+            9, types);
     }
 }
 
 void dead_letter(const TakenBatch& taken, uint64 row, const char* queue, const char* error)
 {
     const TakenJobRecord& record = taken.records[row];
-    Datum values[8] = {Int64GetDatum(taken.jobs[row].id), CStringGetTextDatum(queue),
+    Datum values[9] = {Int64GetDatum(taken.jobs[row].id), CStringGetTextDatum(queue),
                        PointerGetDatum(DatumGetJsonbP(record.payload)),  // as stored: detoasted here
                        record.partition_key, record.unique_key, TimestampTzGetDatum(record.staged_at),
-                       Int32GetDatum(record.attempts), CStringGetTextDatum(error)};
-    char nulls[8] = {' ', ' ', ' ', record.partition_key == 0 ? 'n' : ' ', record.unique_key == 0 ? 'n' : ' ',
-                     ' ', ' ', ' '};
+                       Int32GetDatum(record.attempts), CStringGetTextDatum(error),
+                       UUIDPGetDatum(&record.origin)};
+    char nulls[9] = {' ', ' ', ' ', record.partition_key == 0 ? 'n' : ' ', record.unique_key == 0 ? 'n' : ' ',
+                     ' ', ' ', ' ', ' '};
     execute_kept(dead_plan, values, nulls, false, SPI_OK_INSERT, "dead-letter insert");
 }
 

@@ -124,7 +124,7 @@ void append_job(TupleTableSlot* slot, const jobbuf::redis::TargetTraits& target,
 
     taken_batch_keep_record(taken, i, stored, NullableDatum{v[kJobsPartitionKey - 1], isnull[kJobsPartitionKey - 1]},
                             NullableDatum{v[kJobsUniqueKey - 1], isnull[kJobsUniqueKey - 1]}, v[kJobsStagedAt - 1],
-                            v[kJobsAttempts - 1]);
+                            v[kJobsAttempts - 1], v[kJobsOrigin - 1]);
     taken->count++;
 }
 

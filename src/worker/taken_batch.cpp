@@ -68,7 +68,7 @@ bool receive_row(TupleTableSlot* slot, DestReceiver* self)
     job->run_at = jobbuf::redis::bounded_epoch_seconds(DatumGetFloat8(v[3]));
     job->payload_has_probed_key = DatumGetBool(v[4]);
     job->id_salt = installation_id_salt(*DatumGetUUIDP(v[10]));
-    taken_batch_keep_record(batch, i, v[5], NullableDatum{v[6], isnull[6]}, NullableDatum{v[7], isnull[7]}, v[8], v[9]);
+    taken_batch_keep_record(batch, i, v[5], NullableDatum{v[6], isnull[6]}, NullableDatum{v[7], isnull[7]}, v[8], v[9], v[10]);
 
     if (i > 0 && batch->jobs[i - 1].id >= job->id)
         batch->in_id_order = false;
@@ -123,7 +123,7 @@ bool taken_batch_has_room(const TakenBatch* batch, TakeBounds bounds, size_t tex
 }
 
 void taken_batch_keep_record(TakenBatch* batch, uint64 i, Datum payload, NullableDatum partition_key,
-                             NullableDatum unique_key, Datum staged_at, Datum attempts)
+                             NullableDatum unique_key, Datum staged_at, Datum attempts, Datum origin)
 {
     TakenJobRecord* record = &batch->records[i];
     record->payload = datumCopy(payload, false, -1);
@@ -131,6 +131,7 @@ void taken_batch_keep_record(TakenBatch* batch, uint64 i, Datum payload, Nullabl
     record->unique_key = unique_key.isnull ? 0 : datumCopy(unique_key.value, false, -1);
     record->staged_at = DatumGetTimestampTz(staged_at);
     record->attempts = DatumGetInt32(attempts);
+    record->origin = *DatumGetUUIDP(origin);
 }
 
 void sort_taken_batch(TakenBatch* batch)

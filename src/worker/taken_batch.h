@@ -7,6 +7,7 @@
 
 extern "C" {
 #include "tcop/dest.h"
+#include "utils/uuid.h"
 }
 
 #include "redis/job_types.h"
@@ -18,6 +19,7 @@ struct TakenJobRecord {
     Datum unique_key;     // text, or 0 when NULL
     TimestampTz staged_at;
     int32 attempts;
+    pg_uuid_t origin;     // the dead letter keeps it: a retried job has the ids consumers saw
 };
 
 // No job text longer than this is ever rendered, whatever Redis accepts: a batch's texts live in
@@ -53,11 +55,11 @@ void taken_batch_init(TakenBatch* batch, uint64 capacity);
 
 // Copies what a dead letter needs of job i (the values as read from its row) into batch->records[i].
 void taken_batch_keep_record(TakenBatch* batch, uint64 i, Datum payload, NullableDatum partition_key,
-                             NullableDatum unique_key, Datum staged_at, Datum attempts);
+                             NullableDatum unique_key, Datum staged_at, Datum attempts, Datum origin);
 
 // A receiver that appends each row of the batch statement to *batch (allocated in the memory
 // context current when it is created). Rows are: id, JSON text, staged_at and run_at as epoch
-// seconds, payload sets "retry", payload, partition_key, unique_key, staged_at, attempts.
+// seconds, payload sets "retry", payload, partition_key, unique_key, staged_at, attempts, origin.
 // Texts longer than bounds.job_bytes are not kept (known_too_large); past bounds.batch_bytes the
 // batch is marked overflowed and further rows are not kept.
 DestReceiver* create_taken_batch_receiver(TakenBatch* batch, uint64 expected_rows, TakeBounds bounds);

@@ -48,7 +48,7 @@ SELECT 'queue ' || q::text FROM jobbuf.queues q ORDER BY q.name;
 SELECT 'stats ' || (s.queue, s.delivered_total, s.failed_total, s.last_error, s.last_error_at, s.last_delivery_at)::text
 FROM jobbuf.queue_stats s ORDER BY s.queue;  -- the counters every version keeps (1.2 adds the census's)
 SELECT 'job ' || j::text FROM (SELECT ${JOB_COLUMNS:-*} FROM jobbuf.jobs) j ORDER BY j.id;
-SELECT 'dead ' || d::text FROM jobbuf.dead d ORDER BY d.id;
+SELECT 'dead ' || d::text FROM (SELECT ${DEAD_COLUMNS:-*} FROM jobbuf.dead) d ORDER BY d.id;
 SELECT 'archive ' || a::text FROM jobbuf.archive a ORDER BY a.id;
 SELECT 'sequence ' || last_value || ' ' || is_called FROM jobbuf.jobs_id_seq;
 SQL
@@ -155,8 +155,9 @@ expect_eq "nothing delivered twice" "$(jb_redis LRANGE jobbuf:deliver 0 -1 | sor
 in_postgres "CREATE DATABASE source10" >/dev/null
 jb_psql_db source10 -q -c "CREATE EXTENSION jobbuf VERSION '1.0'"
 populate source10
-# (a 1.0 or 1.1 dump records no installation identity: its jobs are not held, see docs/copies.md)
+# (a 1.0 or 1.1 dump records no installation identity: its jobs and dead letters are not held, see docs/copies.md)
 JOB_COLUMNS='id, queue, payload, run_at, unique_key, partition_key, staged_at, attempts, last_error, group_id, lease_until'
+DEAD_COLUMNS='id, queue, payload, partition_key, unique_key, staged_at, attempts, last_error, errors, died_at'
 SOURCE_STATE=$(state source10)
 pg_dump_db -Fc -f "$DUMPS/source10.custom" source10
 pg_dump_db -Fp -f "$DUMPS/source10.sql" source10
@@ -174,6 +175,8 @@ for format in custom plain; do
   esac
   check "1.0 dump, $format format, restored with session_replication_role = replica ${out:0:300}" [ -z "$out" ]
   expect_restored "1.0 dump into the current version, $format format" "$db"
+  expect_eq "1.0 dump, $format format: its dead letter is this installation's (not held)" \
+    "$(jb_psql_db "$db" -qtAX -c "SELECT count(*) FROM jobbuf.dead WHERE origin = jobbuf.installation_id() AND owner = jobbuf.installation_id()")" 1
   expect_eq "1.0 dump, $format format: the restored extension is the current version" \
     "$(jb_psql_db "$db" -qtAX -c "SELECT extversion FROM pg_extension WHERE extname = 'jobbuf'")" "$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$E2E_ROOT/jobbuf.control")"
 done

@@ -8,11 +8,16 @@
 # - jobbuf_release_restored('q') adopts held jobs of a queue (delivered once, with the ids consumers
 #   saw from the original: Sidekiq jid here), jobbuf_discard_restored() deletes the rest; both are
 #   for jobbuf_admin, not for producers or consumers.
+# - dead letters keep their job's origin and owner: in a restored copy, jobbuf_retry_dead of the
+#   original's dead letter stages a held job (no claim takes it); a released job that dies there
+#   (by jobbuf_fail, or rejected by Redis in the worker) and is retried keeps its origin, so the
+#   ids consumers see. Before, the copy's retry made the original's dead jobs claimable at once,
+#   under the copy's identity.
 # Before 1.2 the copy delivered every restored job a second time (60 pushes for 30 jobs).
 source "$(dirname "$0")/tools/lib.sh"
 
 e2e_start "jobbuf.poll_interval = '200ms'
-jobbuf.database = '$JB_DB, app, app_copy, app_clone'"
+jobbuf.database = '$JB_DB, app, app_copy, app_clone, dl, dl_copy'"
 sql() { jb_psql_db "$1" -qtAX -c "$2"; }
 in_postgres() { jb_psql_db postgres -qtAX -c "$1"; }
 N=30
@@ -106,5 +111,43 @@ expect_eq "and only that one: the template's 5 are held there" \
 expect_eq "the clone's identity differs from the template's" \
   "$([ "$(sql tmpl "SELECT jobbuf.installation_id()")" != "$(sql app_clone "SELECT jobbuf.installation_id()")" ] && echo different)" different
 check "job $own of the clone is gone from it" [ "$(sql app_clone "SELECT count(*) FROM jobbuf.jobs WHERE id = $own")" = 0 ]
+
+# Dead letters of a copy: the original's dead letter is held in the copy when retried, and a
+# released job that dies in the copy keeps its origin through the dead letter and back.
+in_postgres "CREATE DATABASE dl" >/dev/null
+jb_psql_db dl -q -o /dev/null <<'SQL'
+CREATE EXTENSION jobbuf;
+SELECT jobbuf_create_queue('crm', 'none', '{"max_attempts": 1}');
+SELECT jobbuf_create_queue('wt', 'list');
+SELECT jobbuf_pause('wt');
+SELECT jobbuf_stage('crm', '{"dies": "in the original"}');
+SELECT jobbuf_fail(c.group_id, 'failed in the original') FROM jobbuf_claim('crm', 1) c;
+SELECT jobbuf_stage('crm', '{"dies": "in the copy"}');
+SELECT jobbuf_stage('wt', '{"rejected": "in the copy"}');
+SQL
+original=$(sql dl "SELECT jobbuf.installation_id()")
+expect_eq "the original has one dead letter" "$(sql dl "SELECT count(*) FROM jobbuf.dead")" 1
+"$JB_PGBIN/pg_dump" -h "$JB_PGHOST" -p "$JB_PGPORT" -U postgres -Fc -f "$JB_RUN/dl.dump" dl
+in_postgres "CREATE DATABASE dl_copy" >/dev/null
+"$JB_PGBIN/pg_restore" -h "$JB_PGHOST" -p "$JB_PGPORT" -U postgres -d dl_copy "$JB_RUN/dl.dump"
+expect_eq "jobbuf_retry_dead in the copy moves the original's dead letter" "$(sql dl_copy "SELECT jobbuf_retry_dead('crm')")" 1
+expect_eq "as a held job of the original (origin and owner kept)" \
+  "$(sql dl_copy "SELECT count(*) FROM jobbuf.jobs WHERE queue = 'crm' AND origin = '$original' AND owner = '$original'")" 2
+expect_eq "which no claim in the copy takes" "$(sql dl_copy "SELECT count(*) FROM jobbuf_claim('crm', 10)")" 0
+expect_eq "jobbuf_release_restored('crm') adopts both" "$(sql dl_copy "SELECT jobbuf_release_restored('crm')")" 2
+expect_eq "they die in the copy" \
+  "$(sql dl_copy "SELECT jobbuf_fail(c.group_id, 'failed in the copy') FROM (SELECT DISTINCT group_id FROM jobbuf_claim('crm', 10)) c")" 2
+expect_eq "both are retried" "$(sql dl_copy "SELECT jobbuf_retry_dead('crm')")" 2
+expect_eq "keeping the original's origin (their ids for consumers), owned by the copy" \
+  "$(sql dl_copy "SELECT count(*) FROM jobbuf.jobs WHERE queue = 'crm' AND origin = '$original' AND owner = jobbuf.installation_id()")" 2
+expect_eq "and are claimable" "$(sql dl_copy "SELECT count(*) FROM jobbuf_claim('crm', 10)")" 2
+# The worker's dead letters (a job Redis rejects) keep the origin too.
+jb_redis SET jobbuf:wt "a string, not a list" >/dev/null
+sql dl_copy "SELECT jobbuf_release_restored('wt'), jobbuf_resume('wt')" >/dev/null
+check "the copy's worker dead-letters the released job Redis rejects" \
+  jb_wait_until "[ \"\$(sql dl_copy \"SELECT count(*) FROM jobbuf.dead WHERE queue = 'wt'\")\" = 1 ]" 15
+expect_eq "with the original's origin, owned by the copy" \
+  "$(sql dl_copy "SELECT origin = '$original' AND owner = jobbuf.installation_id() FROM jobbuf.dead WHERE queue = 'wt'")" t
+jb_redis DEL jobbuf:wt >/dev/null
 
 e2e_done

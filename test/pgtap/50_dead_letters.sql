@@ -1,6 +1,6 @@
 -- pgTAP: dead letters (src/sql/50_dead_letters.sql): retry and purge, with unique keys.
 BEGIN;
-SELECT plan(22);
+SELECT plan(36);
 
 -- Kills every job of the queue through jobbuf_fail (max_attempts 1) and returns how many died.
 CREATE FUNCTION pg_temp.kill_all(q text, why text) RETURNS integer LANGUAGE plpgsql AS $$
@@ -59,6 +59,36 @@ UPDATE jobbuf.dead SET died_at = now() - interval '3 days' WHERE id IN (SELECT i
 SELECT is(jobbuf_purge_dead('td_q', interval '1 day'), 2, 'purge_dead removes dead letters older than older_than');
 SELECT is(jobbuf_purge_dead('td_q'), 2, 'purge_dead without older_than removes the rest');
 SELECT throws_ok($$ SELECT jobbuf_purge_dead('td_nope') $$, '42704', NULL, 'purge_dead of an unknown queue');
+
+-- Copies (docs/copies.md): a dead letter keeps its job's origin and owner, and comes back with them.
+SELECT jobbuf_create_queue('td_c', 'none', '{"max_attempts": 1}');
+CREATE TEMP TABLE other AS SELECT gen_random_uuid() AS id;
+CREATE TEMP TABLE tc AS SELECT jobbuf_stage('td_c', jsonb_build_object('n', g)) AS id, g FROM generate_series(1, 3) g;
+-- Jobs 1 and 2 were staged by another installation and adopted here (a released restore).
+UPDATE jobbuf.jobs SET origin = (SELECT id FROM other) WHERE id IN (SELECT id FROM tc WHERE g <= 2);
+SELECT is(jobbuf_fail((SELECT c.group_id FROM jobbuf_claim('td_c', 1) c), 'failed'), 1, 'job 1 dies by jobbuf_fail');
+SELECT is((SELECT c.id FROM jobbuf_claim('td_c', 1) c), (SELECT id FROM tc WHERE g = 2), 'job 2 is claimed');
+UPDATE jobbuf.jobs SET lease_until = now() - interval '1 second' WHERE id = (SELECT id FROM tc WHERE g = 2);
+SELECT is((SELECT c.id FROM jobbuf_claim('td_c', 1) c), (SELECT id FROM tc WHERE g = 3), 'the next claim buries job 2 (lease expired) and takes job 3');
+SELECT results_eq($$ SELECT id, origin = (SELECT id FROM other), owner = jobbuf.installation_id() FROM jobbuf.dead WHERE queue = 'td_c' ORDER BY id $$,
+                  $$ SELECT id, true, true FROM tc WHERE g <= 2 ORDER BY id $$,
+                  'both dead letters keep the origin and owner of their job');
+SELECT is(jobbuf_retry_dead('td_c'), 2, 'both are retried');
+SELECT is((SELECT count(*)::int FROM jobbuf.jobs WHERE id IN (SELECT id FROM tc WHERE g <= 2)
+             AND origin = (SELECT id FROM other) AND owner = jobbuf.installation_id()), 2,
+          'with the same origin (the ids consumers saw) and owner');
+SELECT is(pg_temp.kill_all('td_c', 'again'), 2, 'they die again');
+-- As a dump restored into another database leaves them: another installation's dead letters.
+UPDATE jobbuf.dead SET owner = (SELECT id FROM other) WHERE queue = 'td_c';
+SELECT is(jobbuf_retry_dead('td_c', ARRAY[(SELECT id FROM tc WHERE g = 1)]), 1, 'a held dead letter is retried');
+SELECT is((SELECT owner = (SELECT id FROM other) FROM jobbuf.jobs WHERE id = (SELECT id FROM tc WHERE g = 1)), true, 'as a held job');
+SELECT is((SELECT count(*)::int FROM jobbuf_claim('td_c')), 0, 'which no claim takes');
+SELECT is(jobbuf_release_restored('td_c'), 2::bigint, 'jobbuf_release_restored adopts the held job and the held dead letter');
+SELECT is((SELECT owner = jobbuf.installation_id() FROM jobbuf.dead WHERE id = (SELECT id FROM tc WHERE g = 2)), true,
+          'the dead letter is this installation''s');
+UPDATE jobbuf.dead SET owner = (SELECT id FROM other) WHERE queue = 'td_c';
+SELECT is(jobbuf_discard_restored('td_c'), 1::bigint, 'jobbuf_discard_restored deletes a held dead letter');
+SELECT is((SELECT count(*)::int FROM jobbuf.dead WHERE queue = 'td_c'), 0, 'it is gone');
 
 SELECT * FROM finish();
 ROLLBACK;
