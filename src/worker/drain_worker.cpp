@@ -17,6 +17,7 @@
 #include "worker/guarded_call.h"
 #include "worker/held_jobs.h"
 #include "worker/pass_schedule.h"
+#include "worker/queue_failures.h"
 #include "worker/queue_progress.h"
 #include "worker/redis_health.h"
 #include "worker/refused_targets.h"
@@ -286,6 +287,8 @@ int load_pass(ActiveQueue** queues, bool reload, bool* reloaded)
         return -1;
     }
     report_recovered(ProblemKind::Config, "the jobbuf extension is installed and up to date; delivering");
+    if (*reloaded)
+        retry_failing_queues_now();
     if (*reloaded && !run_guarded([] { note_held_jobs(); })) {
         database_failed();
         return -1;
@@ -376,11 +379,12 @@ long drain_round(void)
         }
 
         uint32 start = state->rotation++;
+        TimestampTz pass_started = GetCurrentTimestamp();
         for (int k = 0; k < nqueues; k++) {
             const ActiveQueue* q = &queues[(start + k) % nqueues];
             QueueProgress* progress = queue_progress(q->name);
-            if (!progress->pending)
-                continue;
+            if (!progress->pending || queue_backing_off(q->name, pass_started))
+                continue;  // a queue backing off stays pending: tried again when its backoff ends
             if (target_refused(state->ctx.session, q)) {
                 progress->pending = false;  // staged until the URL or the queue changes (a reload)
                 continue;
@@ -389,16 +393,22 @@ long drain_round(void)
             reload_settings_if_asked();
             if (!jobbuf_enabled || drain_worker_must_leave())
                 return sleep_ms;
-            if (!keep_lease())
+            if (!keep_lease() || !reconcile_if_needed())
                 return redis_backoff_ms();
             BatchResult result{};
             bool restarted = progress->restarted && !q->group_delivery;
             bool from_head = progress->after_id == 0;
-            if (!run_guarded([&] {
-                    result = q->group_delivery ? drain_one_group(&state->ctx, q) : drain_one_batch(&state->ctx, q, progress);
-                })) {
-                database_failed();
-                return kErrorBackoffMs;
+            // An error is this queue's alone (its data, a trigger, a claim it cannot make): the
+            // queue backs off and the pass goes on with the others, after reconciling the unit
+            // the error may have cut off (the marker may name jobs Redis has).
+            if (!run_catching(
+                    [&] {
+                        result = q->group_delivery ? drain_one_group(&state->ctx, q)
+                                                   : drain_one_batch(&state->ctx, q, progress);
+                    },
+                    [&](const ErrorData* error) { queue_failed(q->name, error->message); })) {
+                state->reconcile_needed = true;
+                continue;
             }
             if (restarted && result.outcome != BatchOutcome::Stale && result.outcome != BatchOutcome::Locked) {
                 note_restart_scan(result.take_us, from_head);  // maybe in a later pass than the restart
@@ -414,8 +424,10 @@ long drain_round(void)
             case BatchOutcome::Full:
             case BatchOutcome::Partial:
                 delivered_any = true;
+                queue_succeeded(q->name);
                 break;
             case BatchOutcome::Empty:
+                queue_succeeded(q->name);
                 break;
             case BatchOutcome::Locked:
                 locked_out = true;  // a full round again shortly
@@ -432,6 +444,12 @@ long drain_round(void)
     // An idle worker keeps its lease: it wakes before a quarter of its lifetime has passed.
     if (jobbuf::redis::drain_session_connected(state->ctx.session))
         sleep_ms = Min(sleep_ms, lease_refresh_ms());
+    // A queue backing off after an error is tried again when its backoff ends.
+    TimestampTz retry_at = next_queue_retry();
+    if (retry_at != 0) {
+        long retry_ms = Max((retry_at - GetCurrentTimestamp()) / 1000 + 1, 1);
+        sleep_ms = Min(sleep_ms, retry_ms);
+    }
     return locked_out ? kMinBackoffMs : sleep_ms;
 }
 
