@@ -13,6 +13,8 @@ extern "C" {
 }
 
 constexpr int kStatusErrorLen = 256;
+// Distinct queues a drain worker's slot names exactly between two looks (commit_wakeup.h).
+constexpr int kWokenQueues = 64;
 
 // Why a drain worker (or the probe) left, written just before it exits: the launcher decides
 // from it what to do next. A crash or an error leaves Unknown: restart with backoff.
@@ -37,6 +39,13 @@ struct JobbufSharedState {
     // into and set the worker's latch (if published) when the set was empty; the worker takes
     // the set at the start of each drain round. All bits set: look at every queue.
     pg_atomic_uint64 staged_queues;
+    // The exact queues behind those bits: committers add their queues' wake hashes here (under
+    // woken_mutex) before they OR the bits; more than fit sets woken_overflow, and the worker
+    // then goes by the bits alone. Taken with the bits.
+    slock_t woken_mutex;
+    int woken_count;
+    bool woken_overflow;
+    uint64 woken[kWokenQueues];
     // The lowest job id committed since the worker last looked (PG_UINT64_MAX: none): the worker
     // rewinds its queue cursors to it (queue_progress.h).
     pg_atomic_uint64 lowest_staged_id;

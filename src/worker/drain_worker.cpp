@@ -19,6 +19,7 @@
 #include "worker/pass_schedule.h"
 #include "worker/queue_failures.h"
 #include "worker/queue_progress.h"
+#include "worker/queues_with_jobs.h"
 #include "worker/redis_health.h"
 #include "worker/refused_targets.h"
 #include "drop_database_guard.h"
@@ -336,6 +337,15 @@ void note_staged_work(const ActiveQueue* queues, int nqueues, bool all)
     StagedWork work = take_staged_work();
     if (work.lowest_id != PG_INT64_MAX)
         rewind_queue_cursors(work.lowest_id);
+    bool marked = false;
+    if (all && run_guarded([&] { marked = mark_queues_with_jobs(); }) && marked)
+        return;  // (locked tables or an error: every queue, as below)
+    if (!all && work.exact) {
+        for (int i = 0; i < work.count; i++)
+            if (const ActiveQueue* q = active_queue_by_wake_hash(work.hashes[i]))
+                queue_progress(q->name)->pending = true;
+        return;
+    }
     uint64 wanted = all ? PG_UINT64_MAX : work.queue_bits;
     for (int k = 0; k < nqueues; k++)
         if (wanted & queues[k].wake_bit)
@@ -445,11 +455,9 @@ long drain_round(void)
     if (jobbuf::redis::drain_session_connected(state->ctx.session))
         sleep_ms = Min(sleep_ms, lease_refresh_ms());
     // A queue backing off after an error is tried again when its backoff ends.
-    TimestampTz retry_at = next_queue_retry();
-    if (retry_at != 0) {
-        long retry_ms = Max((retry_at - GetCurrentTimestamp()) / 1000 + 1, 1);
-        sleep_ms = Min(sleep_ms, retry_ms);
-    }
+    TimestampTz retry_at = next_queue_retry(GetCurrentTimestamp());
+    if (retry_at != 0)
+        sleep_ms = Min(sleep_ms, static_cast<long>((retry_at - GetCurrentTimestamp()) / 1000 + 1));
     return locked_out ? kMinBackoffMs : sleep_ms;
 }
 

@@ -71,7 +71,7 @@ bool queue_backing_off(const char* queue, TimestampTz now)
     return failure != nullptr && now < failure->retry_at;
 }
 
-TimestampTz next_queue_retry(void)
+TimestampTz next_queue_retry(TimestampTz now)
 {
     if (failures == nullptr)
         return 0;
@@ -79,7 +79,7 @@ TimestampTz next_queue_retry(void)
     HASH_SEQ_STATUS scan;
     hash_seq_init(&scan, failures);
     while (auto* failure = static_cast<QueueFailure*>(hash_seq_search(&scan)))
-        if (earliest == 0 || failure->retry_at < earliest)
+        if (failure->retry_at > now && (earliest == 0 || failure->retry_at < earliest))
             earliest = failure->retry_at;
     return earliest;
 }

@@ -18,8 +18,8 @@ void queue_succeeded(const char* queue);
 // Whether queue is backing off after an error at now.
 bool queue_backing_off(const char* queue, TimestampTz now);
 
-// The earliest time a backed-off queue may be tried again; 0 when no queue is backing off.
-TimestampTz next_queue_retry(void);
+// The earliest time after now that a backed-off queue may be tried again; 0 when none.
+TimestampTz next_queue_retry(TimestampTz now);
 
 // The queue list was reloaded (a queue changed: maybe the one that failed): every backing-off
 // queue may be tried again at once; a queue that fails again keeps doubling its backoff.
