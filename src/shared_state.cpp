@@ -45,6 +45,7 @@ static void reset_slot(JobbufSharedState* slot)
     SpinLockRelease(&slot->mutex);
     slot->pause_until = 0;
     pg_atomic_init_u32(&slot->exit_reason, static_cast<uint32>(WorkerExit::Unknown));
+    pg_atomic_init_u32(&slot->connected, 0);
     pg_atomic_init_u64(&slot->staged_queues, PG_UINT64_MAX);  // the first round looks everywhere
     SpinLockAcquire(&slot->woken_mutex);
     slot->woken_count = 0;

@@ -34,6 +34,9 @@ struct JobbufSharedState {
     Oid database;              // InvalidOid when free
     char database_name[NAMEDATALEN];
     pg_atomic_uint32 exit_reason;  // a WorkerExit
+    // Set by the worker (or the probe) once connected to the database; the launcher stops one
+    // that does not get there in time (waiting in InitPostgres behind a lock) and frees its slot.
+    pg_atomic_uint32 connected;
 
     // Wake-up path (commit_wakeup.cpp): committers OR the wake bits of the queues they staged
     // into and set the worker's latch (if published) when the set was empty; the worker takes
