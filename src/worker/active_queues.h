@@ -4,6 +4,7 @@
 #include "pg_includes.h"
 
 #include "redis/target_handle.h"
+#include "worker/queue_progress.h"
 
 struct ActiveQueue {
     char name[NAMEDATALEN];
@@ -13,6 +14,7 @@ struct ActiveQueue {
     bool group_delivery;             // delivery 'group': one message per claimed group
     uint64 wake_hash;                // queue_wake_hash(name): what a commit that staged into it names
     uint64 wake_bit;                 // queue_wake_bit(name): set when a commit staged into it
+    mutable QueueProgressCache progress;  // the worker's cursor of the queue (queue_progress.h)
 };
 
 // The queue of the last list with this wake hash, or NULL (a paused or unknown queue).

@@ -63,6 +63,7 @@ struct WorkerState {
     TimestampTz lease_held_since;       // when another cluster was first found holding it (0: not)
     uint32 rotation;
     bool fencing_warned;
+    bool targets_noted;   // note_refused_targets ran since the last load and connection
     char config_problem[kStatusErrorLen];  // why the Redis settings are unusable; empty: they are usable
 };
 
@@ -208,6 +209,7 @@ bool ensure_redis(void)
         state->lease_kept_at = GetCurrentTimestamp();  // connecting took the lease
         state->lease_held_since = 0;
         state->reconcile_needed = true;  // a batch may have been cut off by the last disconnect
+        state->targets_noted = false;    // another deployment may be behind the URL now
         redis_succeeded(state->ctx.session);
         if (report.message[0] != '\0' && !state->fencing_warned) {
             ereport(WARNING, (errmsg("jobbuf: %s", report.message)));
@@ -343,13 +345,13 @@ void note_staged_work(const ActiveQueue* queues, int nqueues, bool all)
     if (!all && work.exact) {
         for (int i = 0; i < work.count; i++)
             if (const ActiveQueue* q = active_queue_by_wake_hash(work.hashes[i]))
-                queue_progress(q->name)->pending = true;
+                cached_queue_progress(q->name, &q->progress)->pending = true;
         return;
     }
     uint64 wanted = all ? PG_UINT64_MAX : work.queue_bits;
     for (int k = 0; k < nqueues; k++)
         if (wanted & queues[k].wake_bit)
-            queue_progress(queues[k].name)->pending = true;
+            cached_queue_progress(queues[k].name, &queues[k].progress)->pending = true;
 }
 
 // One wake-up's work: passes over the queues with new work, one batch (or group) per queue per
@@ -383,16 +385,19 @@ long drain_round(void)
             break;
         if (!ensure_redis() || !keep_lease() || !reconcile_if_needed())
             return redis_backoff_ms();
-        if (!run_guarded([&] { note_refused_targets(state->ctx.session, queues, nqueues); })) {
+        // Which targets this deployment refuses changes only with the list or the connection.
+        if ((reloaded || !state->targets_noted) &&
+            !run_guarded([&] { note_refused_targets(state->ctx.session, queues, nqueues); })) {
             database_failed();
             return kErrorBackoffMs;
         }
+        state->targets_noted = true;
 
         uint32 start = state->rotation++;
         TimestampTz pass_started = GetCurrentTimestamp();
         for (int k = 0; k < nqueues; k++) {
             const ActiveQueue* q = &queues[(start + k) % nqueues];
-            QueueProgress* progress = queue_progress(q->name);
+            QueueProgress* progress = cached_queue_progress(q->name, &q->progress);
             if (!progress->pending || queue_backing_off(q->name, pass_started))
                 continue;  // a queue backing off stays pending: tried again when its backoff ends
             if (target_refused(state->ctx.session, q)) {
