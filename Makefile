@@ -1,5 +1,5 @@
 # jobbuf: PGXS build of the extension (C++17), plus the project's own targets:
-#   make demo   builds, installs and shows jobs flowing from committed transactions into Redis
+#   make demo   builds, installs and shows one committed job running in each framework's consumer
 #   make test   every test suite against a private Postgres cluster and a private redis-server,
 #               on PostgreSQL 15 here and on 17 and 18 in Debian roots (PG=<major> for one)
 #   make bench  the benchmark table (see bench/README.md)
@@ -24,9 +24,12 @@ PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -Wno-register -Wno-missing-field-
               -Wno-unused-parameter -Wno-cast-function-type
 SHLIB_LINK  = -lhiredis -lssl -lcrypto -lstdc++
 
-# pg_regress suites for the SQL surface (sql/<name>.sql, expected/<name>.out); they need no worker.
-REGRESS      = queues staging validation
-REGRESS_OPTS = --load-extension=jobbuf
+# pg_regress suites for the SQL surface (test/regress/sql/<name>.sql, test/regress/expected/<name>.out).
+# make installcheck is safe on a real server: setup points the regression database's worker at
+# no Redis before the extension exists there, teardown drops the database.
+REGRESS      = setup queues staging validation teardown
+REGRESS_OPTS = --inputdir=test/regress --outputdir=test/regress
+EXTRA_CLEAN  = test/regress/results test/regress/regression.diffs test/regress/regression.out
 
 # Debian's PG15 builds LLVM bitcode with clang and without PG_CXXFLAGS; jobbuf does not JIT-inline.
 override with_llvm = no
@@ -44,8 +47,10 @@ $(OBJS): $(wildcard src/*.h src/staging/*.h src/worker/*.h src/redis/*.h src/red
 deps:
 	bash scripts/install-deps.sh
 
-demo: deps
-	bash scripts/demo.sh
+# make demo KEEP=1 leaves its servers running; it installs no npm package but the BullMQ Worker's.
+demo:
+	bash scripts/install-deps.sh --system
+	KEEP=$(KEEP) bash scripts/demo.sh
 
 # make test: every suite on the host's PostgreSQL 15, then test/platforms.sh (17, 18, Valkey 8:
 # docs/platforms.md). make test PG=15 runs the host's part only; PG=17, PG=18 or PG=valkey8 every

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every system package jobbuf needs to build, test, demo and benchmark on Debian 12.
 # Run as root (or with sudo available). Idempotent: installs only what is missing.
+#   scripts/install-deps.sh [--system]   --system: no npm packages
 set -euo pipefail
 
 packages=(
@@ -34,6 +35,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# --system: the Debian packages only (make demo installs the one npm consumer it runs itself).
+[ "${1:-}" != --system ] || exit 0
 
 # Node consumer used by the end-to-end tests (ioredis, pinned by package-lock.json).
 bash "$(dirname "$0")/../test/consumers/install.sh"

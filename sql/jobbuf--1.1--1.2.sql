@@ -484,6 +484,409 @@ END $$;
 REVOKE ALL ON FUNCTION jobbuf_queue_for(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION jobbuf_queue_for(text, text) TO jobbuf_producer, jobbuf_admin;
 
+-- Claims (src/sql/00_schema.sql, 40_claim.sql): claim-lock slots made by the first claim that
+-- needs one instead of 257 rows per queue at its creation (a database restored by pg_restore -j
+-- had none, and every claim needing one failed); claims without partition key bounded in work
+-- (they walked every partition); error texts of failed jobs bounded to 8,192 characters (a
+-- longer one could make every later claim of the queue fail). See docs/claims.md.
+CREATE INDEX jobs_partition_leased ON jobbuf.jobs (queue, partition_key, lease_until)
+    WHERE group_id IS NOT NULL AND partition_key IS NOT NULL;
+
+DROP TRIGGER queues_claim_locks ON jobbuf.queues;
+DROP FUNCTION jobbuf.queue_claim_locks_trigger();
+DROP FUNCTION jobbuf.add_claim_locks(text);
+-- The slots of queues that were never claimed go; claims make the slots they need again.
+TRUNCATE jobbuf.claim_locks;
+COMMENT ON TABLE jobbuf.claim_locks IS 'row locks that serialize the claims of one partition or of one max_in_flight queue: slot -1 is the queue''s own, 0-255 its partitions''; made by the first claim of the queue that needs one';
+
+-- Makes the claim slots of a queue, all 257 at once, when a claim first needs one. Never waits:
+-- it holds the queue's row (FOR NO KEY UPDATE, as an administrative change does) until its
+-- transaction ends, and finding that row held means another claim is making the slots now (or an
+-- administrative change or a drop of the queue is under way): false, the slot is taken. Holding
+-- the queue's row, no other transaction can be inserting slots of the queue, so the insert never
+-- waits either. True when the slots exist (nobody else sees them before this transaction ends).
+CREATE FUNCTION jobbuf.make_claim_locks(queue_name text)
+RETURNS boolean LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM 1 FROM jobbuf.queues q WHERE q.name = queue_name FOR NO KEY UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    INSERT INTO jobbuf.claim_locks (queue, slot)
+    SELECT queue_name, s.slot FROM pg_catalog.generate_series(-1, 255) s (slot)
+    ON CONFLICT DO NOTHING;
+    RETURN true;
+END $$;
+
+-- Takes a claim slot of the queue without waiting: the queue's own slot when part is NULL, else
+-- the partition's. False when another transaction holds it (or the queue was dropped meanwhile).
+-- A queue without slots yet gets them (jobbuf.make_claim_locks).
+CREATE OR REPLACE FUNCTION jobbuf.try_claim_lock(queue_name text, part text)
+RETURNS boolean LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    wanted constant integer := CASE WHEN part IS NULL THEN -1 ELSE pg_catalog.hashtext(part) & 255 END;
+BEGIN
+    PERFORM 1 FROM jobbuf.claim_locks l
+    WHERE l.queue = queue_name AND l.slot = wanted
+    FOR UPDATE SKIP LOCKED;
+    IF FOUND THEN
+        RETURN true;
+    END IF;
+    IF EXISTS (SELECT 1 FROM jobbuf.claim_locks l WHERE l.queue = queue_name AND l.slot = wanted)
+       OR NOT jobbuf.make_claim_locks(queue_name) THEN
+        RETURN false;  -- held by another claim, or its slots are being made
+    END IF;
+    -- Made now by this transaction, or by one that ended since: free unless another claim took it.
+    PERFORM 1 FROM jobbuf.claim_locks l
+    WHERE l.queue = queue_name AND l.slot = wanted
+    FOR UPDATE SKIP LOCKED;
+    RETURN FOUND;
+END $$;
+
+-- The error text jobbuf keeps for a failed job: at most 8,192 characters; a longer text keeps
+-- its first 8,192 characters followed by a marker with its length. It bounds what a consumer can
+-- store per job (jobbuf_fail: last_error, and the dead letter's errors), so that no stored text
+-- can make a later statement fail (a jsonb string holds less than 256 MB: one error as long
+-- made every claim of its queue fail when the job was buried).
+CREATE FUNCTION jobbuf.bounded_error(error text)
+RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT CASE WHEN pg_catalog.length(error) <= 8192 THEN error
+                ELSE pg_catalog.left(error, 8192)
+                     || pg_catalog.format(' [jobbuf: error truncated, %s characters]', pg_catalog.length(error)) END;
+$$;
+
+-- The candidates of a claim without partition key, best first (see "Bounded claims" above): the
+-- partitions of the first $2 ready jobs of the queue in queue order (index jobs_waiting) and of
+-- the first $2 expired leases (index jobs_leased), each ranked by its first job among them, at
+-- most $3 of them. NULL stands for the jobs without partition key (they form no partition, have
+-- no in-flight limit, and compete by their own first ready job). $1 is the queue, compared as
+-- (SELECT $1) so that the plan does not depend on the queue: planned for a queue that holds
+-- most rows of the table, the probe would walk jobs_pkey in id order past every claimed job
+-- (as the worker's generic plan, see jobbuf.jobs's n_distinct in 00_schema.sql).
+CREATE OR REPLACE FUNCTION jobbuf.claim_candidates_statement(by_run_at boolean)
+RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT pg_catalog.format($sql$
+        WITH ready (part, id, run_at) AS (
+            (SELECT j.partition_key, j.id, j.run_at FROM jobbuf.jobs j
+             WHERE j.queue = (SELECT $1) AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL
+               AND j.run_at <= pg_catalog.now()
+             ORDER BY %1$s LIMIT $2)
+          UNION ALL
+            (SELECT j.partition_key, j.id, j.run_at FROM jobbuf.jobs j
+             WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NOT NULL
+               AND j.lease_until <= pg_catalog.now() AND j.run_at <= pg_catalog.now()
+             ORDER BY j.lease_until LIMIT $2)
+        ), firsts AS (
+            SELECT DISTINCT ON (r.part) r.part, r.id, r.run_at FROM ready r
+            ORDER BY r.part, %2$s
+        )
+        SELECT f.part FROM firsts f ORDER BY %3$s LIMIT $3
+        $sql$,
+        jobbuf.claim_order('j', by_run_at),
+        jobbuf.claim_order('r', by_run_at),
+        jobbuf.claim_order('f', by_run_at));
+$$;
+
+-- Up to $3 partitions of queue $1 that have waiting jobs, in key order from key $2 on (''
+-- for the first), by a skip scan over jobs_partition_waiting: one index probe per partition.
+CREATE FUNCTION jobbuf.partitions_from_statement()
+RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT $sql$
+        WITH RECURSIVE parts (part, n) AS (
+            (SELECT j.partition_key, 1 FROM jobbuf.jobs j
+             WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL
+               AND j.partition_key IS NOT NULL AND j.partition_key >= $2
+             ORDER BY j.partition_key LIMIT 1)
+          UNION ALL
+            SELECT (SELECT j.partition_key FROM jobbuf.jobs j
+                    WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL
+                      AND j.partition_key IS NOT NULL AND j.partition_key > p.part
+                    ORDER BY j.partition_key LIMIT 1), p.n + 1
+            FROM parts p WHERE p.part IS NOT NULL AND p.n < $3
+        )
+        SELECT p.part FROM parts p WHERE p.part IS NOT NULL
+    $sql$;
+$$;
+
+-- The partition key of a waiting job of the queue picked at random (an id drawn between the
+-- queue's first and last waiting job, then the first of at most 1,000 waiting jobs from there
+-- that has a partition key); NULL when there is none. Where the second round of a bounded claim
+-- starts, so that successive claims look at different partitions. (SELECT queue): as in
+-- jobbuf.claim_candidates_statement, a plan that walks jobs_waiting whatever the queue.
+CREATE FUNCTION jobbuf.random_partition(queue text)
+RETURNS text LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    first_id bigint;
+    last_id bigint;
+    picked text;
+BEGIN
+    SELECT j.id INTO first_id FROM jobbuf.jobs j
+    WHERE j.queue = (SELECT random_partition.queue) AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL
+    ORDER BY j.id LIMIT 1;
+    SELECT j.id INTO last_id FROM jobbuf.jobs j
+    WHERE j.queue = (SELECT random_partition.queue) AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL
+    ORDER BY j.id DESC LIMIT 1;
+    IF first_id IS NULL THEN
+        RETURN NULL;
+    END IF;
+    SELECT w.partition_key INTO picked FROM (
+        SELECT j.partition_key FROM jobbuf.jobs j
+        WHERE j.queue = (SELECT random_partition.queue) AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL
+          AND j.id >= first_id + pg_catalog.floor(pg_catalog.random() * (last_id - first_id + 1))::bigint
+        ORDER BY j.id LIMIT 1000) w
+    WHERE w.partition_key IS NOT NULL LIMIT 1;
+    RETURN picked;
+END $$;
+
+-- Claims a group of one partition with the statement of jobbuf.claim_statement (the same
+-- parameters, $3 the partition): nothing when the partition has nothing ready or a group in
+-- flight (its slot is then not locked), or when another claim holds its slot.
+CREATE FUNCTION jobbuf.claim_partition(queue text, part text, by_run_at boolean, batch integer,
+                                       new_group uuid, lease interval, min_jobs integer,
+                                       max_wait_for interval)
+RETURNS TABLE (group_id uuid, id bigint, payload jsonb, attempts integer, partition text,
+               staged_at timestamptz)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT jobbuf.partition_claimable(queue, part) THEN
+        RETURN;  -- nothing to take: no slot is locked for it
+    END IF;
+    IF NOT jobbuf.try_claim_lock(queue, part) THEN
+        RETURN;  -- another claim of this partition (or of one sharing its slot) is deciding
+    END IF;
+    -- A statement of its own, so that its snapshot is taken after the lock is held: it sees
+    -- the group of a claim that committed just before (the rule re-checked, as above).
+    IF jobbuf.partition_in_flight(queue, part) THEN
+        RETURN;
+    END IF;
+    RETURN QUERY EXECUTE jobbuf.claim_statement(true, by_run_at)
+        USING queue, batch, part, new_group, lease, min_jobs, max_wait_for;
+END $$;
+
+-- Moves to jobbuf.dead the jobs of the queue whose lease expired for the last allowed time
+-- (attempts + 1 >= max_attempts), so that no claim hands them out again. Skips locked rows.
+CREATE OR REPLACE FUNCTION jobbuf.bury_abandoned(q jobbuf.queues)
+RETURNS void LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    WITH abandoned AS (
+        SELECT j.id FROM jobbuf.jobs j
+        WHERE j.queue = q.name AND j.owner = jobbuf.installation_id() AND j.group_id IS NOT NULL AND j.lease_until <= pg_catalog.now()
+          AND j.attempts + 1 >= coalesce((q.options->>'max_attempts')::integer, 25)
+        FOR UPDATE SKIP LOCKED
+    ), buried AS (
+        DELETE FROM jobbuf.jobs j USING abandoned a WHERE j.id = a.id
+        RETURNING j.*
+    )
+    INSERT INTO jobbuf.dead (id, queue, payload, partition_key, unique_key, staged_at, attempts,
+                             last_error, errors)
+    SELECT b.id, b.queue, b.payload, b.partition_key, b.unique_key, b.staged_at, b.attempts + 1,
+           'lease expired',
+           CASE WHEN b.last_error IS NULL THEN '[]'::jsonb
+                ELSE pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
+                    'at', NULL, 'attempt', b.attempts, 'error', jobbuf.bounded_error(b.last_error))) END
+           || pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
+                    'at', pg_catalog.now(), 'attempt', b.attempts + 1, 'error', 'lease expired'))
+    FROM buried b
+    ON CONFLICT (id) DO NOTHING;
+$$;
+
+-- The claim itself, for any queue (see "Who claims" above): jobbuf_claim for consumers, and the
+-- worker for group delivery. q is the queue's row (jobbuf.known_queue).
+CREATE OR REPLACE FUNCTION jobbuf.claim(q jobbuf.queues, batch_size integer, partition_key text)
+RETURNS TABLE (group_id uuid, id bigint, payload jsonb, attempts integer, partition text,
+               staged_at timestamptz)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    wanted_partition constant text := partition_key;
+    batch integer := batch_size;
+    by_run_at boolean;
+    lease interval;
+    min_jobs integer;
+    max_wait_for interval;
+    max_groups integer;
+    new_group uuid;
+    candidate record;
+    -- The bounds of a claim without partition key (see "Bounded claims" above).
+    probe_jobs constant integer := 1000;
+    probe_partitions constant integer := 64;
+    start_key text;
+    from_key text;
+    tried integer := 0;
+BEGIN
+    IF batch IS NULL THEN
+        batch := coalesce((q.options->>'batch_size')::integer, 100);
+    ELSIF batch < 1 OR batch > 100000 THEN
+        RAISE EXCEPTION 'jobbuf: batch_size must be between 1 and 100000, not %', batch
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'pass NULL to use the queue''s option batch_size (default 100)';
+    END IF;
+    IF q.paused THEN
+        RETURN;
+    END IF;
+    by_run_at := coalesce(q.options->>'order', 'id') = 'run_at';
+    lease := pg_catalog.make_interval(secs => coalesce((q.options->>'visibility')::integer, 300));
+    min_jobs := least(coalesce((q.options->>'min_batch')::integer, 1), batch);
+    max_wait_for := pg_catalog.make_interval(secs => (q.options->>'max_wait')::float8);
+    max_groups := (q.options->>'max_in_flight')::integer;
+    new_group := pg_catalog.gen_random_uuid();
+    PERFORM jobbuf.bury_abandoned(q);
+
+    IF max_groups IS NOT NULL THEN
+        IF NOT jobbuf.try_claim_lock(q.name, NULL) THEN
+            RETURN;  -- another claim of this queue is deciding right now
+        END IF;
+        IF (SELECT pg_catalog.count(DISTINCT j.group_id) FROM jobbuf.jobs j
+            WHERE j.queue = q.name AND j.owner = jobbuf.installation_id() AND j.group_id IS NOT NULL AND j.lease_until > pg_catalog.now()) >= max_groups THEN
+            RETURN;
+        END IF;
+    END IF;
+
+    IF wanted_partition IS NOT NULL THEN
+        RETURN QUERY SELECT * FROM jobbuf.claim_partition(q.name, wanted_partition, by_run_at, batch,
+                                                          new_group, lease, min_jobs, max_wait_for);
+        RETURN;
+    END IF;
+
+    -- Bounded (see "Bounded claims" above): the partitions of the oldest ready jobs first.
+    FOR candidate IN EXECUTE jobbuf.claim_candidates_statement(by_run_at)
+                     USING q.name, probe_jobs, probe_partitions LOOP
+        IF candidate.part IS NULL THEN
+            RETURN QUERY EXECUTE jobbuf.claim_statement(false, by_run_at)
+                USING q.name, batch, NULL::text, new_group, lease, min_jobs, max_wait_for;
+        ELSE
+            RETURN QUERY SELECT * FROM jobbuf.claim_partition(q.name, candidate.part, by_run_at, batch,
+                                                              new_group, lease, min_jobs, max_wait_for);
+        END IF;
+        IF FOUND THEN
+            RETURN;
+        END IF;
+    END LOOP;
+    -- Then partitions in key order from a random one's, wrapping around to the first.
+    start_key := jobbuf.random_partition(q.name);
+    IF start_key IS NULL THEN
+        RETURN;
+    END IF;
+    FOREACH from_key IN ARRAY ARRAY[start_key, ''] LOOP
+        EXIT WHEN tried >= probe_partitions;
+        FOR candidate IN EXECUTE jobbuf.partitions_from_statement()
+                         USING q.name, from_key, probe_partitions - tried LOOP
+            EXIT WHEN from_key = '' AND candidate.part >= start_key;  -- wrapped around
+            tried := tried + 1;
+            RETURN QUERY SELECT * FROM jobbuf.claim_partition(q.name, candidate.part, by_run_at, batch,
+                                                              new_group, lease, min_jobs, max_wait_for);
+            IF FOUND THEN
+                RETURN;
+            END IF;
+        END LOOP;
+    END LOOP;
+END $$;
+
+-- Fails the group's jobs (all, or those in ids) that still carry group_id, in one statement:
+--  * attempts + 1 and last_error = error (at most 8,192 characters, see jobbuf.bounded_error);
+--  * at max_attempts (default 25) the job moves to jobbuf.dead. Its `errors` holds what is known
+--    without a history column on jobbuf.jobs: the previous error (last_error, its attempt number,
+--    "at" null: its time was not kept) and the final one with its time: [{at, attempt, error}...];
+--  * otherwise the job is released (group_id and lease_until NULL) to run again at
+--    now() + backoff, backoff = least(backoff_max, backoff_base * 2^(attempts - 1)) seconds
+--    (attempts counting this failure; defaults 1 and 3600), times a jitter factor drawn
+--    uniformly from [0.75, 1]: retries of a failed batch spread out, and backoff_max stays
+--    a true maximum;
+--  * unique_key: a released job re-enters jobs_unique_waiting. If another job with the same
+--    (queue, unique_key) is waiting by then (staged after this one was claimed), the waiting job
+--    wins and the failed one is dropped: the waiting job does the same work, which is what a
+--    unique key promises. Of several failed jobs with one key the one with the highest id stays.
+--    A concurrent stager of the key is caught by the index (unique_violation), and the
+--    statement is retried, then seeing the new job.
+-- Returns how many jobs it handled (released, dead-lettered or dropped).
+CREATE OR REPLACE FUNCTION jobbuf_fail(group_id uuid, error text, ids bigint[] DEFAULT NULL)
+RETURNS integer LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    gid constant uuid := jobbuf.checked_group_id(group_id);
+    message constant text := jobbuf.bounded_error(error);
+    only_ids constant bigint[] := ids;
+    handled integer;
+    retries integer := 0;
+    violated text;
+BEGIN
+    IF message IS NULL THEN
+        RAISE EXCEPTION 'jobbuf: the error of a failed group must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed',
+                  HINT = 'pass a message saying why the jobs failed; it is kept in last_error';
+    END IF;
+    LOOP
+        BEGIN
+            WITH failing AS MATERIALIZED (
+                SELECT j.id, j.queue, j.unique_key, j.attempts + 1 AS attempt,
+                       j.attempts + 1 >= coalesce((q.options->>'max_attempts')::integer, 25) AS dies,
+                       least(coalesce((q.options->>'backoff_max')::float8, 3600),
+                             coalesce((q.options->>'backoff_base')::float8, 1)
+                             * power(2::float8, least(j.attempts, 60))) AS delay
+                FROM jobbuf.jobs j JOIN jobbuf.queues q ON q.name = j.queue
+                WHERE j.group_id = gid AND (only_ids IS NULL OR j.id = ANY (only_ids))
+                FOR UPDATE OF j
+            ), buried AS (
+                DELETE FROM jobbuf.jobs j USING failing f
+                WHERE j.id = f.id AND f.dies
+                RETURNING j.id, j.queue, j.payload, j.partition_key, j.unique_key, j.staged_at,
+                          f.attempt, j.last_error AS previous_error
+            ), dead_letters AS (
+                INSERT INTO jobbuf.dead (id, queue, payload, partition_key, unique_key, staged_at,
+                                         attempts, last_error, errors)
+                SELECT b.id, b.queue, b.payload, b.partition_key, b.unique_key, b.staged_at,
+                       b.attempt, message,
+                       CASE WHEN b.previous_error IS NULL THEN '[]'::jsonb
+                            ELSE jsonb_build_array(jsonb_build_object(
+                                'at', NULL, 'attempt', b.attempt - 1, 'error', jobbuf.bounded_error(b.previous_error))) END
+                       || jsonb_build_array(jsonb_build_object(
+                                'at', now(), 'attempt', b.attempt, 'error', message))
+                FROM buried b
+            ), superseded AS MATERIALIZED (
+                SELECT f.id FROM failing f
+                WHERE NOT f.dies AND f.unique_key IS NOT NULL
+                  AND (EXISTS (SELECT 1 FROM jobbuf.jobs w
+                               WHERE w.queue = f.queue AND w.unique_key = f.unique_key
+                                 AND w.group_id IS NULL)
+                       OR EXISTS (SELECT 1 FROM failing o
+                                  WHERE NOT o.dies AND o.queue = f.queue
+                                    AND o.unique_key = f.unique_key AND o.id > f.id))
+            ), dropped AS (
+                DELETE FROM jobbuf.jobs j USING superseded s WHERE j.id = s.id
+                RETURNING j.id
+            ), released AS (
+                UPDATE jobbuf.jobs j
+                SET attempts = f.attempt, last_error = message, group_id = NULL, lease_until = NULL,
+                    run_at = now() + make_interval(secs => f.delay * (0.75 + 0.25 * random()))
+                FROM failing f
+                WHERE j.id = f.id AND NOT f.dies AND f.id NOT IN (SELECT s.id FROM superseded s)
+                RETURNING j.id
+            )
+            SELECT (SELECT count(*) FROM buried) + (SELECT count(*) FROM dropped)
+                   + (SELECT count(*) FROM released)
+            INTO handled;
+            RETURN handled;
+        EXCEPTION WHEN unique_violation THEN
+            GET STACKED DIAGNOSTICS violated = CONSTRAINT_NAME;
+            retries := retries + 1;
+            IF violated IS DISTINCT FROM 'jobs_unique_waiting' OR retries > 5 THEN
+                RAISE;
+            END IF;
+            -- A job with the same unique_key was staged concurrently and has committed; the
+            -- next attempt sees it and drops the failed duplicate.
+        END;
+    END LOOP;
+END $$;
+
+-- Error texts stored before the update get the same bound.
+UPDATE jobbuf.jobs SET last_error = jobbuf.bounded_error(last_error) WHERE pg_catalog.length(last_error) OPERATOR(pg_catalog.>) 8192;
+UPDATE jobbuf.dead SET last_error = jobbuf.bounded_error(last_error) WHERE pg_catalog.length(last_error) OPERATOR(pg_catalog.>) 8192;
+
+-- Privileges, as 90_privileges.sql gives them: jobbuf_fail was replaced above (CREATE OR REPLACE
+-- keeps its grants, not SECURITY DEFINER); the new functions are the extension owner's only.
+ALTER FUNCTION jobbuf_fail(uuid, text, bigint[]) SECURITY DEFINER;
+REVOKE ALL ON FUNCTION jobbuf.make_claim_locks(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobbuf.bounded_error(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobbuf.partitions_from_statement() FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobbuf.random_partition(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobbuf.claim_partition(text, text, boolean, integer, uuid, interval, integer, interval) FROM PUBLIC;
 -- Switching a queue from delivery 'group' to 'each': the jobs it holds were staged without the
 -- target's payload checks; jobbuf_alter_queue checks them now and refuses the switch for a job
 -- that cannot be delivered on its own.

@@ -109,7 +109,7 @@ COMMENT ON TABLE jobbuf.jobs IS 'jobs waiting for delivery or claimed by a consu
 -- Indexes: the table is write-heavy (every job is inserted once and deleted once), so it carries
 -- only what the hot queries need, and partial indexes keep each one small: a waiting job is in
 -- jobs_waiting (plus the two partial ones below if it has a unique or partition key); a claimed
--- job is only in jobs_group and jobs_leased. Claiming moves a row from the first set to the
+-- job is only in jobs_group and jobs_leased (and jobs_partition_leased). Claiming moves a row from the first set to the
 -- second, and completing deletes it.
 --  * jobs_pkey (id): deletes and updates by id (the worker, jobbuf_complete, jobbuf_fail).
 --  * jobs_waiting (queue, owner, id) WHERE group_id IS NULL: the worker's drain and jobbuf_claim
@@ -120,12 +120,16 @@ COMMENT ON TABLE jobbuf.jobs IS 'jobs waiting for delivery or claimed by a consu
 --    jobbuf_stage's ON CONFLICT DO NOTHING, which makes the check race-free.
 --  * jobs_partition_waiting (queue, partition_key, id), waiting jobs that have a partition key:
 --    a claim for one partition reads that partition's oldest jobs directly, and a claim without
---    a partition key finds the distinct partitions by a skip scan (one probe per partition, not
---    one row per job). Jobs without a partition key (most queues) are not in it and cost nothing.
+--    a partition key that found nothing among the oldest ready jobs tries a few more partitions
+--    by a bounded skip scan (one probe per partition, not one row per job). Jobs without a
+--    partition key (most queues) are not in it and cost nothing.
+--  * jobs_partition_leased (queue, partition_key, lease_until), claimed jobs that have a
+--    partition key: whether a partition has a group in flight, or expired leases to re-claim, is
+--    one probe, whatever the number of groups in flight in the queue.
 --  * jobs_group (group_id), claimed jobs: jobbuf_complete / fail / extend / group find a group.
 --  * jobs_leased (queue, lease_until), claimed jobs: jobbuf_claim finds expired leases
 --    (lease_until <= now()) to re-claim, and the groups in flight (lease_until > now()) for
---    max_in_flight and for the one-group-per-partition rule. Only claimed jobs are in it.
+--    max_in_flight. Only claimed jobs are in it.
 -- Not indexed on purpose: run_at. Jobs due later stay in jobs_waiting and are filtered on the heap;
 -- queues with option order = run_at sort their waiting jobs per claim (fine for backlogs of
 -- thousands, not millions; an index on (queue, run_at) WHERE group_id IS NULL would serve them
@@ -137,6 +141,8 @@ CREATE INDEX jobs_partition_waiting ON jobbuf.jobs (queue, partition_key, id)
     WHERE partition_key IS NOT NULL AND group_id IS NULL;
 CREATE INDEX jobs_group ON jobbuf.jobs (group_id) WHERE group_id IS NOT NULL;
 CREATE INDEX jobs_leased ON jobbuf.jobs (queue, lease_until) WHERE group_id IS NOT NULL;
+CREATE INDEX jobs_partition_leased ON jobbuf.jobs (queue, partition_key, lease_until)
+    WHERE group_id IS NOT NULL AND partition_key IS NOT NULL;
 
 CREATE TABLE jobbuf.dead (
     id            bigint PRIMARY KEY,

@@ -26,9 +26,11 @@
 -- a claimer that finds the row taken treats the partition (or the queue) as busy — exactly what
 -- it is — and moves on (or returns nothing), as SKIP LOCKED does for rows. Each rule is re-checked
 -- in a statement that starts after the lock is held, so it sees every claim committed before.
--- The rows belong to one queue each (created with the queue, deleted with it): the queue's own
--- row (max_in_flight) and 256 partition slots (hashtext(partition_key) & 255; a collision only
--- makes a claimer skip a partition for one claim transaction). Only the extension's owner can
+-- The rows belong to one queue each (made by the first claim that needs one, deleted with the
+-- queue): the queue's own row (max_in_flight) and 256 partition slots (hashtext(partition_key) &
+-- 255; a collision only makes a claimer skip a partition for one claim transaction). While the
+-- claim that makes them has not ended, the other claims of the queue that need a slot find it
+-- taken (once per queue: see jobbuf.make_claim_locks). Only the extension's owner can
 -- lock them (row locks need UPDATE on the table, which nobody is granted), and a consumer takes
 -- them only through claims of a queue it may claim, so whatever it holds (an open transaction
 -- that claimed many partitions) blocks claims of that queue alone: never another queue, never
@@ -36,6 +38,15 @@
 -- one partition locks its slot only once it saw a ready job there and no group in flight, so
 -- claims of partitions that are empty or made up hold nothing. The common claim (no
 -- max_in_flight, jobs without partition key) locks no slot at all.
+--
+-- Bounded claims: a claim without partition key does not look at every partition. It reads the
+-- first 1,000 ready jobs of the queue in queue order (and up to 1,000 expired leases) and tries
+-- the partitions they belong to, oldest first, at most 64; when none of them can be claimed (all
+-- have a group in flight, or their slot is taken), it tries up to 64 more partitions, in key
+-- order from the partition of a job picked at random. Its work is bounded by these numbers, not
+-- by the number of partitions. The price: the best candidate is only searched for among them, so
+-- a claim can return nothing while a partition it did not look at has a ready job (a later claim
+-- looks elsewhere); see docs/claims.md.
 
 -- Who claims: jobbuf_claim serves consumers of queues with target none. The jobs of list,
 -- stream and sidekiq queues belong to the worker, which pushes them to Redis; a consumer that
@@ -46,37 +57,40 @@
 -- jobbuf_complete / jobbuf_fail.
 
 -- The claim slots of each queue: slot -1 is the queue's own (max_in_flight), slots 0-255 its
--- partitions'. Part of the extension, not dumped: the trigger below fills them whenever a queue
--- row is inserted (jobbuf_create_queue, or a backup restoring jobbuf.queues).
+-- partitions'. Part of the extension, not dumped. A queue's slots are made by the first claim
+-- that needs one (jobbuf.try_claim_lock): a queue that is never claimed, or claimed without
+-- max_in_flight and partitions, has none, and a database restored in any order (pg_restore -j)
+-- makes them again when its claims need them.
 CREATE TABLE jobbuf.claim_locks (
     queue text NOT NULL REFERENCES jobbuf.queues (name) ON DELETE CASCADE,
     slot  integer NOT NULL,
     PRIMARY KEY (queue, slot),
     CONSTRAINT claim_locks_slot_range CHECK (slot >= -1 AND slot < 256)
 );
-COMMENT ON TABLE jobbuf.claim_locks IS 'row locks that serialize the claims of one partition or of one max_in_flight queue: slot -1 is the queue''s own, 0-255 its partitions''; one set per queue, never written but by queue creation';
+COMMENT ON TABLE jobbuf.claim_locks IS 'row locks that serialize the claims of one partition or of one max_in_flight queue: slot -1 is the queue''s own, 0-255 its partitions''; made by the first claim of the queue that needs one';
 
--- Creates the claim slots of a queue (those it lacks). Run by the trigger below; the extension's
--- owner runs it by hand only to repair a jobbuf.claim_locks that lost rows.
-CREATE FUNCTION jobbuf.add_claim_locks(queue_name text)
-RETURNS void LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+-- Makes the claim slots of a queue, all 257 at once, when a claim first needs one. Never waits:
+-- it holds the queue's row (FOR NO KEY UPDATE, as an administrative change does) until its
+-- transaction ends, and finding that row held means another claim is making the slots now (or an
+-- administrative change or a drop of the queue is under way): false, the slot is taken. Holding
+-- the queue's row, no other transaction can be inserting slots of the queue, so the insert never
+-- waits either. True when the slots exist (nobody else sees them before this transaction ends).
+CREATE FUNCTION jobbuf.make_claim_locks(queue_name text)
+RETURNS boolean LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    PERFORM 1 FROM jobbuf.queues q WHERE q.name = queue_name FOR NO KEY UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
     INSERT INTO jobbuf.claim_locks (queue, slot)
     SELECT queue_name, s.slot FROM pg_catalog.generate_series(-1, 255) s (slot)
     ON CONFLICT DO NOTHING;
-$$;
-
-CREATE FUNCTION jobbuf.queue_claim_locks_trigger()
-RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-    PERFORM jobbuf.add_claim_locks(NEW.name);
-    RETURN NULL;
+    RETURN true;
 END $$;
-CREATE TRIGGER queues_claim_locks AFTER INSERT ON jobbuf.queues
-    FOR EACH ROW EXECUTE FUNCTION jobbuf.queue_claim_locks_trigger();
 
 -- Takes a claim slot of the queue without waiting: the queue's own slot when part is NULL, else
 -- the partition's. False when another transaction holds it (or the queue was dropped meanwhile).
--- A slot that does not exist is an error: claims would otherwise stop without a word.
+-- A queue without slots yet gets them (jobbuf.make_claim_locks).
 CREATE FUNCTION jobbuf.try_claim_lock(queue_name text, part text)
 RETURNS boolean LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -89,13 +103,14 @@ BEGIN
         RETURN true;
     END IF;
     IF EXISTS (SELECT 1 FROM jobbuf.claim_locks l WHERE l.queue = queue_name AND l.slot = wanted)
-       OR NOT EXISTS (SELECT 1 FROM jobbuf.queues q WHERE q.name = queue_name) THEN
-        RETURN false;  -- held by another claim, or the queue was dropped meanwhile
+       OR NOT jobbuf.make_claim_locks(queue_name) THEN
+        RETURN false;  -- held by another claim, or its slots are being made
     END IF;
-    RAISE EXCEPTION 'jobbuf: claim lock % of queue % is missing', wanted, pg_catalog.quote_literal(queue_name)
-        USING ERRCODE = 'object_not_in_prerequisite_state',
-              DETAIL = 'jobbuf.claim_locks lost rows (emptied or edited by hand); claims that need them cannot take turns',
-              HINT = 'as the extension''s owner, run: SELECT jobbuf.add_claim_locks(name) FROM jobbuf.queues';
+    -- Made now by this transaction, or by one that ended since: free unless another claim took it.
+    PERFORM 1 FROM jobbuf.claim_locks l
+    WHERE l.queue = queue_name AND l.slot = wanted
+    FOR UPDATE SKIP LOCKED;
+    RETURN FOUND;
 END $$;
 
 CREATE FUNCTION jobbuf.checked_group_id(group_id uuid)
@@ -108,6 +123,18 @@ BEGIN
     END IF;
     RETURN group_id;
 END $$;
+
+-- The error text jobbuf keeps for a failed job: at most 8,192 characters; a longer text keeps
+-- its first 8,192 characters followed by a marker with its length. It bounds what a consumer can
+-- store per job (jobbuf_fail: last_error, and the dead letter's errors), so that no stored text
+-- can make a later statement fail (a jsonb string holds less than 256 MB: one error as long
+-- made every claim of its queue fail when the job was buried).
+CREATE FUNCTION jobbuf.bounded_error(error text)
+RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT CASE WHEN pg_catalog.length(error) <= 8192 THEN error
+                ELSE pg_catalog.left(error, 8192)
+                     || pg_catalog.format(' [jobbuf: error truncated, %s characters]', pg_catalog.length(error)) END;
+$$;
 
 -- ORDER BY list of a claim for the queue's order option, on the relation alias `rel`.
 CREATE FUNCTION jobbuf.claim_order(rel text, by_run_at boolean)
@@ -159,57 +186,88 @@ RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
         jobbuf.claim_order('c', by_run_at));
 $$;
 
--- The candidates of a claim without partition key, best first: every partition that has a
--- ready job and no group in flight, ranked by its first ready job in queue order, and the
--- unpartitioned jobs (partition_key NULL: they form no partition, have no in-flight limit, and
--- compete by their own first ready job). Partitions are found with a skip scan over
--- jobs_partition_waiting (one index probe per partition), plus those whose only ready jobs are
--- expired leases. $1 is the queue.
+-- The candidates of a claim without partition key, best first (see "Bounded claims" above): the
+-- partitions of the first $2 ready jobs of the queue in queue order (index jobs_waiting) and of
+-- the first $2 expired leases (index jobs_leased), each ranked by its first job among them, at
+-- most $3 of them. NULL stands for the jobs without partition key (they form no partition, have
+-- no in-flight limit, and compete by their own first ready job). $1 is the queue, compared as
+-- (SELECT $1) so that the plan does not depend on the queue: planned for a queue that holds
+-- most rows of the table, the probe would walk jobs_pkey in id order past every claimed job
+-- (as the worker's generic plan, see jobbuf.jobs's n_distinct in 00_schema.sql).
 CREATE FUNCTION jobbuf.claim_candidates_statement(by_run_at boolean)
 RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT pg_catalog.format($sql$
-        WITH RECURSIVE parts (part) AS (
-            (SELECT j.partition_key FROM jobbuf.jobs j
-             WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL AND j.partition_key IS NOT NULL
+        WITH ready (part, id, run_at) AS (
+            (SELECT j.partition_key, j.id, j.run_at FROM jobbuf.jobs j
+             WHERE j.queue = (SELECT $1) AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL
+               AND j.run_at <= pg_catalog.now()
+             ORDER BY %1$s LIMIT $2)
+          UNION ALL
+            (SELECT j.partition_key, j.id, j.run_at FROM jobbuf.jobs j
+             WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NOT NULL
+               AND j.lease_until <= pg_catalog.now() AND j.run_at <= pg_catalog.now()
+             ORDER BY j.lease_until LIMIT $2)
+        ), firsts AS (
+            SELECT DISTINCT ON (r.part) r.part, r.id, r.run_at FROM ready r
+            ORDER BY r.part, %2$s
+        )
+        SELECT f.part FROM firsts f ORDER BY %3$s LIMIT $3
+        $sql$,
+        jobbuf.claim_order('j', by_run_at),
+        jobbuf.claim_order('r', by_run_at),
+        jobbuf.claim_order('f', by_run_at));
+$$;
+
+-- Up to $3 partitions of queue $1 that have waiting jobs, in key order from key $2 on (''
+-- for the first), by a skip scan over jobs_partition_waiting: one index probe per partition.
+CREATE FUNCTION jobbuf.partitions_from_statement()
+RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT $sql$
+        WITH RECURSIVE parts (part, n) AS (
+            (SELECT j.partition_key, 1 FROM jobbuf.jobs j
+             WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL
+               AND j.partition_key IS NOT NULL AND j.partition_key >= $2
              ORDER BY j.partition_key LIMIT 1)
           UNION ALL
             SELECT (SELECT j.partition_key FROM jobbuf.jobs j
-                    WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL AND j.partition_key IS NOT NULL
-                      AND j.partition_key > p.part
-                    ORDER BY j.partition_key LIMIT 1)
-            FROM parts p WHERE p.part IS NOT NULL
-        ), heads (part, id, run_at) AS (
-            SELECT p.part, h.id, h.run_at FROM parts p
-            CROSS JOIN LATERAL (
-                SELECT j.id, j.run_at FROM jobbuf.jobs j
-                WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL AND j.partition_key = p.part
-                  AND j.run_at <= pg_catalog.now()
-                ORDER BY %1$s LIMIT 1) h
-            WHERE p.part IS NOT NULL
-          UNION ALL
-            SELECT j.partition_key, j.id, j.run_at FROM jobbuf.jobs j
-            WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NOT NULL AND j.lease_until <= pg_catalog.now()
-              AND j.run_at <= pg_catalog.now()
-          UNION ALL
-            (SELECT NULL::text, j.id, j.run_at FROM jobbuf.jobs j
-             WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL AND j.partition_key IS NULL
-               AND j.run_at <= pg_catalog.now()
-             ORDER BY %1$s LIMIT 1)
-        ), live AS (
-            SELECT DISTINCT j.partition_key AS part FROM jobbuf.jobs j
-            WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NOT NULL AND j.lease_until > pg_catalog.now()
-              AND j.partition_key IS NOT NULL
-        ), firsts AS (
-            SELECT DISTINCT ON (h.part) h.part, h.id, h.run_at FROM heads h
-            WHERE h.part IS NULL OR h.part NOT IN (SELECT l.part FROM live l)
-            ORDER BY h.part, %2$s
+                    WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL
+                      AND j.partition_key IS NOT NULL AND j.partition_key > p.part
+                    ORDER BY j.partition_key LIMIT 1), p.n + 1
+            FROM parts p WHERE p.part IS NOT NULL AND p.n < $3
         )
-        SELECT f.part FROM firsts f ORDER BY %3$s
-        $sql$,
-        jobbuf.claim_order('j', by_run_at),
-        jobbuf.claim_order('h', by_run_at),
-        jobbuf.claim_order('f', by_run_at));
+        SELECT p.part FROM parts p WHERE p.part IS NOT NULL
+    $sql$;
 $$;
+
+-- The partition key of a waiting job of the queue picked at random (an id drawn between the
+-- queue's first and last waiting job, then the first of at most 1,000 waiting jobs from there
+-- that has a partition key); NULL when there is none. Where the second round of a bounded claim
+-- starts, so that successive claims look at different partitions. (SELECT queue): as in
+-- jobbuf.claim_candidates_statement, a plan that walks jobs_waiting whatever the queue.
+CREATE FUNCTION jobbuf.random_partition(queue text)
+RETURNS text LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    first_id bigint;
+    last_id bigint;
+    picked text;
+BEGIN
+    SELECT j.id INTO first_id FROM jobbuf.jobs j
+    WHERE j.queue = (SELECT random_partition.queue) AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL
+    ORDER BY j.id LIMIT 1;
+    SELECT j.id INTO last_id FROM jobbuf.jobs j
+    WHERE j.queue = (SELECT random_partition.queue) AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL
+    ORDER BY j.id DESC LIMIT 1;
+    IF first_id IS NULL THEN
+        RETURN NULL;
+    END IF;
+    SELECT w.partition_key INTO picked FROM (
+        SELECT j.partition_key FROM jobbuf.jobs j
+        WHERE j.queue = (SELECT random_partition.queue) AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL
+          AND j.id >= first_id + pg_catalog.floor(pg_catalog.random() * (last_id - first_id + 1))::bigint
+        ORDER BY j.id LIMIT 1000) w
+    WHERE w.partition_key IS NOT NULL LIMIT 1;
+    RETURN picked;
+END $$;
 
 -- True when the partition has a group in flight (a lease that has not expired).
 CREATE FUNCTION jobbuf.partition_in_flight(queue text, part text)
@@ -232,6 +290,31 @@ RETURNS boolean LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
        AND NOT jobbuf.partition_in_flight($1, $2);
 $$;
 
+-- Claims a group of one partition with the statement of jobbuf.claim_statement (the same
+-- parameters, $3 the partition): nothing when the partition has nothing ready or a group in
+-- flight (its slot is then not locked), or when another claim holds its slot.
+CREATE FUNCTION jobbuf.claim_partition(queue text, part text, by_run_at boolean, batch integer,
+                                       new_group uuid, lease interval, min_jobs integer,
+                                       max_wait_for interval)
+RETURNS TABLE (group_id uuid, id bigint, payload jsonb, attempts integer, partition text,
+               staged_at timestamptz)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT jobbuf.partition_claimable(queue, part) THEN
+        RETURN;  -- nothing to take: no slot is locked for it
+    END IF;
+    IF NOT jobbuf.try_claim_lock(queue, part) THEN
+        RETURN;  -- another claim of this partition (or of one sharing its slot) is deciding
+    END IF;
+    -- A statement of its own, so that its snapshot is taken after the lock is held: it sees
+    -- the group of a claim that committed just before (the rule re-checked, as above).
+    IF jobbuf.partition_in_flight(queue, part) THEN
+        RETURN;
+    END IF;
+    RETURN QUERY EXECUTE jobbuf.claim_statement(true, by_run_at)
+        USING queue, batch, part, new_group, lease, min_jobs, max_wait_for;
+END $$;
+
 -- Moves to jobbuf.dead the jobs of the queue whose lease expired for the last allowed time
 -- (attempts + 1 >= max_attempts), so that no claim hands them out again. Skips locked rows.
 CREATE FUNCTION jobbuf.bury_abandoned(q jobbuf.queues)
@@ -251,7 +334,7 @@ RETURNS void LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
            'lease expired',
            CASE WHEN b.last_error IS NULL THEN '[]'::jsonb
                 ELSE pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
-                    'at', NULL, 'attempt', b.attempts, 'error', b.last_error)) END
+                    'at', NULL, 'attempt', b.attempts, 'error', jobbuf.bounded_error(b.last_error))) END
            || pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
                     'at', pg_catalog.now(), 'attempt', b.attempts + 1, 'error', 'lease expired'))
     FROM buried b
@@ -274,6 +357,12 @@ DECLARE
     max_groups integer;
     new_group uuid;
     candidate record;
+    -- The bounds of a claim without partition key (see "Bounded claims" above).
+    probe_jobs constant integer := 1000;
+    probe_partitions constant integer := 64;
+    start_key text;
+    from_key text;
+    tried integer := 0;
 BEGIN
     IF batch IS NULL THEN
         batch := coalesce((q.options->>'batch_size')::integer, 100);
@@ -304,32 +393,42 @@ BEGIN
     END IF;
 
     IF wanted_partition IS NOT NULL THEN
-        IF NOT jobbuf.partition_claimable(q.name, wanted_partition) THEN
-            RETURN;  -- nothing to take: no slot is locked for it
-        END IF;
-        IF NOT jobbuf.try_claim_lock(q.name, wanted_partition) THEN
-            RETURN;  -- another claim of this partition (or of one sharing its slot) is deciding
-        END IF;
-        -- A statement of its own, so that its snapshot is taken after the lock is held: it sees
-        -- the group of a claim that committed just before (the rule re-checked, as above).
-        IF jobbuf.partition_in_flight(q.name, wanted_partition) THEN
-            RETURN;
-        END IF;
-        RETURN QUERY EXECUTE jobbuf.claim_statement(true, by_run_at)
-            USING q.name, batch, wanted_partition, new_group, lease, min_jobs, max_wait_for;
+        RETURN QUERY SELECT * FROM jobbuf.claim_partition(q.name, wanted_partition, by_run_at, batch,
+                                                          new_group, lease, min_jobs, max_wait_for);
         RETURN;
     END IF;
 
-    FOR candidate IN EXECUTE jobbuf.claim_candidates_statement(by_run_at) USING q.name LOOP
-        IF candidate.part IS NOT NULL THEN
-            CONTINUE WHEN NOT jobbuf.try_claim_lock(q.name, candidate.part);
-            CONTINUE WHEN jobbuf.partition_in_flight(q.name, candidate.part);
+    -- Bounded (see "Bounded claims" above): the partitions of the oldest ready jobs first.
+    FOR candidate IN EXECUTE jobbuf.claim_candidates_statement(by_run_at)
+                     USING q.name, probe_jobs, probe_partitions LOOP
+        IF candidate.part IS NULL THEN
+            RETURN QUERY EXECUTE jobbuf.claim_statement(false, by_run_at)
+                USING q.name, batch, NULL::text, new_group, lease, min_jobs, max_wait_for;
+        ELSE
+            RETURN QUERY SELECT * FROM jobbuf.claim_partition(q.name, candidate.part, by_run_at, batch,
+                                                              new_group, lease, min_jobs, max_wait_for);
         END IF;
-        RETURN QUERY EXECUTE jobbuf.claim_statement(candidate.part IS NOT NULL, by_run_at)
-            USING q.name, batch, candidate.part, new_group, lease, min_jobs, max_wait_for;
         IF FOUND THEN
             RETURN;
         END IF;
+    END LOOP;
+    -- Then partitions in key order from a random one's, wrapping around to the first.
+    start_key := jobbuf.random_partition(q.name);
+    IF start_key IS NULL THEN
+        RETURN;
+    END IF;
+    FOREACH from_key IN ARRAY ARRAY[start_key, ''] LOOP
+        EXIT WHEN tried >= probe_partitions;
+        FOR candidate IN EXECUTE jobbuf.partitions_from_statement()
+                         USING q.name, from_key, probe_partitions - tried LOOP
+            EXIT WHEN from_key = '' AND candidate.part >= start_key;  -- wrapped around
+            tried := tried + 1;
+            RETURN QUERY SELECT * FROM jobbuf.claim_partition(q.name, candidate.part, by_run_at, batch,
+                                                              new_group, lease, min_jobs, max_wait_for);
+            IF FOUND THEN
+                RETURN;
+            END IF;
+        END LOOP;
     END LOOP;
 END $$;
 
@@ -376,7 +475,7 @@ BEGIN
 END $$;
 
 -- Fails the group's jobs (all, or those in ids) that still carry group_id, in one statement:
---  * attempts + 1 and last_error = error;
+--  * attempts + 1 and last_error = error (at most 8,192 characters, see jobbuf.bounded_error);
 --  * at max_attempts (default 25) the job moves to jobbuf.dead. Its `errors` holds what is known
 --    without a history column on jobbuf.jobs: the previous error (last_error, its attempt number,
 --    "at" null: its time was not kept) and the final one with its time: [{at, attempt, error}...];
@@ -396,7 +495,7 @@ CREATE FUNCTION jobbuf_fail(group_id uuid, error text, ids bigint[] DEFAULT NULL
 RETURNS integer LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     gid constant uuid := jobbuf.checked_group_id(group_id);
-    message constant text := error;
+    message constant text := jobbuf.bounded_error(error);
     only_ids constant bigint[] := ids;
     handled integer;
     retries integer := 0;
@@ -430,7 +529,7 @@ BEGIN
                        b.attempt, message,
                        CASE WHEN b.previous_error IS NULL THEN '[]'::jsonb
                             ELSE jsonb_build_array(jsonb_build_object(
-                                'at', NULL, 'attempt', b.attempt - 1, 'error', b.previous_error)) END
+                                'at', NULL, 'attempt', b.attempt - 1, 'error', jobbuf.bounded_error(b.previous_error))) END
                        || jsonb_build_array(jsonb_build_object(
                                 'at', now(), 'attempt', b.attempt, 'error', message))
                 FROM buried b

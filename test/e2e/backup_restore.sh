@@ -5,7 +5,7 @@
 # session_replication_role = replica), gives the same queues, counters, jobs, dead letters, archive and id sequence; a new job continues
 # the sequence; restored into the worker's database, the jobs are held (another installation
 # staged them: docs/copies.md) until jobbuf_release_restored adopts them, then the waiting ones are
-# delivered once and the others stay. A 1.0 database's dump (made before jobbuf.jobs referenced jobbuf.queues) restores
+# delivered once and the others stay; claims work in the database pg_restore -j restored. A 1.0 database's dump (made before jobbuf.jobs referenced jobbuf.queues) restores
 # into the current version with session_replication_role = replica, and is refused loudly without it.
 source "$(dirname "$0")/tools/lib.sh"
 
@@ -99,6 +99,17 @@ for format in custom directory plain parallel; do
   check "$format restore reports no error ${out:0:300}" [ "$rc" -eq 0 -a -z "$out" ]
   expect_restored "$format restore" "$db"
 done
+
+# Claims in the database pg_restore -j restored: jobbuf.claim_locks is not dumped and no trigger ran
+# during the restore (session_replication_role = replica), so it holds no row; the first claim that
+# needs a slot makes the queue's slots (1.1 made them with the queue, and every such claim failed).
+jb_psql_db restored_parallel -qtAX -c "SELECT jobbuf_release_restored()" >/dev/null
+expect_eq "restored by pg_restore -j: no claim-lock rows, and a partition claim takes its job" \
+  "$(jb_psql_db restored_parallel -qtAX -c "SELECT (SELECT count(*) FROM jobbuf.claim_locks) || ' '
+      || (SELECT string_agg(payload->>'job', ',') FROM jobbuf_claim('batch', 10, 'p4'))" 2>&1)" "0 b4"
+expect_eq "... and so does a claim without partition key, of a new job" \
+  "$(jb_psql_db restored_parallel -qtAX -c "SELECT jobbuf_stage('batch', '{\"job\": \"b5\"}'::jsonb, partition_key => 'p5') IS NOT NULL;
+      SELECT string_agg(payload->>'job', ',') FROM jobbuf_claim('batch', 10)" 2>&1 | tail -n 1)" "b5"
 
 max_id=$(jb_psql_db source -qtAX -c "SELECT greatest((SELECT max(id) FROM jobbuf.jobs), (SELECT max(id) FROM jobbuf.dead), (SELECT max(id) FROM jobbuf.archive))")
 next_id=$(jb_psql_db restored_custom -qtAX -c "SELECT jobbuf_stage('deliver', '{\"job\": \"after restore\"}'::jsonb)")

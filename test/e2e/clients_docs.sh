@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The code blocks of docs/clients.md and of the README's "Clients" section run as written
-# (test/clients/doc_blocks.rb extracts them), in order, against the harness's servers: sql with
-# psql, sh with bash from a directory holding a copy of clients/python (the Python install
+# The code blocks of docs/clients.md run as written (test/harness/doc_blocks.rb extracts them;
+# test/e2e/docs_blocks.sh runs those of README.md and the other docs pages), in order, against
+# the harness's servers: sql with psql, sh with bash from a directory holding a copy of clients/python (the Python install
 # block makes the .venv the python blocks then run with), js as ES modules inside clients/node
 # (where `jobbuf`, pg and Knex resolve), python with that .venv, ruby with clients/ruby/lib on
 # the load path. Each js, python and ruby block must stage at least one job. Blocks marked
@@ -27,11 +27,11 @@ trap 'rm -rf "$NODE_BLOCKS"; e2e_cleanup' EXIT
 # nothing is delivered and dropped while the blocks run)
 staged() { jb_sql "SELECT count(*) FROM jobbuf.jobs"; }
 
-ruby "$ROOT/test/clients/doc_blocks.rb" "$ROOT" "$BLOCKS" >"$JB_RUN/manifest.tsv"
+ruby "$ROOT/test/harness/doc_blocks.rb" "$ROOT" "$BLOCKS" docs/clients.md >"$JB_RUN/manifest.tsv"
 not_runnable=()
-while IFS=$'\t' read -r n lang where how; do
+while IFS=$'\t' read -r n lang where how reason _prints; do
   if [ "$how" != run ]; then
-    not_runnable+=("$where ($how)")
+    not_runnable+=("$where ($reason)")
     continue
   fi
   before=$(staged)

@@ -7,71 +7,22 @@ SET client_min_messages = error;  -- DROP EXTENSION warns about the jobs it disc
 DROP EXTENSION IF EXISTS jobbuf;
 CREATE EXTENSION jobbuf;
 RESET client_min_messages;
+
 SELECT jobbuf_create_queue('s_list', 'list');
- jobbuf_create_queue 
----------------------
- 
-(1 row)
-
 SELECT jobbuf_pause('s_list');
- jobbuf_pause 
---------------
- 
-(1 row)
-
 SELECT jobbuf_create_queue('s_none', 'none');
- jobbuf_create_queue 
----------------------
- 
-(1 row)
 
 -- The single form returns the new job's id; ids increase.
 SELECT jobbuf_stage('s_list', '{"n": 1}'::jsonb) AS first_id \gset
 SELECT jobbuf_stage('s_list', '{"n": 2}'::jsonb) - :first_id AS next_id_offset;
- next_id_offset 
-----------------
-              1
-(1 row)
-
 -- An untyped literal resolves to the text form.
 SELECT jobbuf_stage('s_list', '{"n": 3, "form": "text"}') - :first_id AS text_form_offset;
- text_form_offset 
-------------------
-                2
-(1 row)
-
 -- The array form: one id per payload, in order; an empty array stages nothing.
 SELECT id - :first_id AS offset FROM jobbuf_stage('s_list', ARRAY['{"n": 4}', '{"n": 5}', '{"n": 6}']::jsonb[]) AS id;
- offset 
---------
-      3
-      4
-      5
-(3 rows)
-
 SELECT count(*) FROM jobbuf_stage('s_list', ARRAY[]::jsonb[]);
- count 
--------
-     0
-(1 row)
-
 SELECT count(*) FROM jobbuf_stage('s_list', NULL::jsonb[]);
- count 
--------
-     0
-(1 row)
-
 SELECT id - :first_id AS offset, queue, payload, unique_key, partition_key, attempts, last_error, group_id, lease_until
 FROM jobbuf.jobs ORDER BY id;
- offset | queue  |         payload          | unique_key | partition_key | attempts | last_error | group_id | lease_until 
---------+--------+--------------------------+------------+---------------+----------+------------+----------+-------------
-      0 | s_list | {"n": 1}                 |            |               |        0 |            |          | 
-      1 | s_list | {"n": 2}                 |            |               |        0 |            |          | 
-      2 | s_list | {"n": 3, "form": "text"} |            |               |        0 |            |          | 
-      3 | s_list | {"n": 4}                 |            |               |        0 |            |          | 
-      4 | s_list | {"n": 5}                 |            |               |        0 |            |          | 
-      5 | s_list | {"n": 6}                 |            |               |        0 |            |          | 
-(6 rows)
 
 -- Defaults: run_at and staged_at are the transaction's now(), also for an explicit NULL run_at
 -- (jobbuf_stage) or NULL run_at / staged_at (a plain INSERT that names every column).
@@ -83,211 +34,82 @@ VALUES ('s_list', '{"d": 3}', NULL, NULL, NULL, NULL) RETURNING id AS d3 \gset
 INSERT INTO jobbuf.jobs (queue, payload) VALUES ('s_list', '{"d": 4}') RETURNING id AS d4 \gset
 SELECT payload, run_at = now() AS run_at_now, staged_at = now() AS staged_at_now
 FROM jobbuf.jobs WHERE id IN (:d1, :d2, :d3, :d4) ORDER BY id;
- payload  | run_at_now | staged_at_now 
-----------+------------+---------------
- {"d": 1} | t          | t
- {"d": 2} | t          | t
- {"d": 3} | t          | t
- {"d": 4} | t          | t
-(4 rows)
-
 COMMIT;
+
 -- run_at in the future or the past is kept as given.
 SELECT jobbuf_stage('s_list', '{"later": true}'::jsonb, run_at => now() + interval '1 hour') AS later \gset
 SELECT jobbuf_stage('s_list', '{"earlier": true}'::jsonb, run_at => now() - interval '1 hour') AS earlier \gset
 SELECT payload, extract(epoch FROM run_at - staged_at) AS run_at_minus_staged_at_s FROM jobbuf.jobs WHERE id IN (:later, :earlier) ORDER BY id;
-      payload      | run_at_minus_staged_at_s 
--------------------+--------------------------
- {"later": true}   |              3600.000000
- {"earlier": true} |             -3600.000000
-(2 rows)
 
 -- A rolled-back transaction leaves nothing staged.
 BEGIN;
 SELECT count(*) FROM jobbuf_stage('s_list', ARRAY['{"rolled": "back"}', '{"rolled": "back"}']::jsonb[]);
- count 
--------
-     2
-(1 row)
-
 ROLLBACK;
 SELECT count(*) FROM jobbuf.jobs WHERE payload ? 'rolled';
- count 
--------
-     0
-(1 row)
 
 -- unique_key: while a job with the same (queue, unique_key) waits, staging another returns NULL
 -- and stages nothing; other keys, other queues and NULL keys are independent.
 SELECT jobbuf_stage('s_none', '{"u": 1}'::jsonb, unique_key => 'order-42') IS NOT NULL AS staged;
- staged 
---------
- t
-(1 row)
-
 SELECT jobbuf_stage('s_none', '{"u": 2}'::jsonb, unique_key => 'order-42') AS duplicate_id;
- duplicate_id 
---------------
-             
-(1 row)
-
 SELECT jobbuf_stage('s_none', '{"u": 3}'::jsonb, unique_key => 'order-43') IS NOT NULL AS staged;
- staged 
---------
- t
-(1 row)
-
 SELECT jobbuf_stage('s_list', '{"u": 4}'::jsonb, unique_key => 'order-42') IS NOT NULL AS staged_other_queue;
- staged_other_queue 
---------------------
- t
-(1 row)
-
 SELECT jobbuf_stage('s_none', '{"u": 5}'::jsonb, unique_key => NULL) IS NOT NULL AS staged;
- staged 
---------
- t
-(1 row)
-
 SELECT jobbuf_stage('s_none', '{"u": 6}'::jsonb, unique_key => NULL) IS NOT NULL AS staged;
- staged 
---------
- t
-(1 row)
-
 -- Within one transaction too.
 BEGIN;
 SELECT jobbuf_stage('s_none', '{"u": 7}'::jsonb, unique_key => 'tx-key') IS NOT NULL AS staged;
- staged 
---------
- t
-(1 row)
-
 SELECT jobbuf_stage('s_none', '{"u": 8}'::jsonb, unique_key => 'tx-key') AS duplicate_id;
- duplicate_id 
---------------
-             
-(1 row)
-
 COMMIT;
 SELECT payload, unique_key FROM jobbuf.jobs WHERE queue = 's_none' ORDER BY id;
- payload  | unique_key 
-----------+------------
- {"u": 1} | order-42
- {"u": 3} | order-43
- {"u": 5} | 
- {"u": 6} | 
- {"u": 7} | tx-key
-(5 rows)
-
 -- A plain INSERT of a duplicate waiting key is a unique violation (jobbuf_stage is the
 -- function that turns it into NULL).
 INSERT INTO jobbuf.jobs (queue, payload, unique_key) VALUES ('s_none', '{"u": 9}', 'order-42');
-ERROR:  duplicate key value violates unique constraint "jobs_unique_waiting"
-DETAIL:  Key (queue, unique_key)=(s_none, order-42) already exists.
 -- An ORM's INSERT ... ON CONFLICT DO NOTHING names the waiting-key index (jobs_unique_waiting)
 -- by its columns and predicate: the duplicate is skipped. Storage rotation (docs/storage.md)
 -- keeps this one table and its index, so the form holds across rotations.
 INSERT INTO jobbuf.jobs (queue, payload, unique_key) VALUES ('s_none', '{"u": 9}', 'order-42')
     ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND group_id IS NULL DO NOTHING
     RETURNING id;
- id 
-----
-(0 rows)
-
 -- Once the waiting job is gone (delivered, or claimed by a consumer), the key is free again.
 DELETE FROM jobbuf.jobs WHERE queue = 's_none' AND unique_key = 'order-42';
 SELECT jobbuf_stage('s_none', '{"u": 10}'::jsonb, unique_key => 'order-42') IS NOT NULL AS staged_again;
- staged_again 
---------------
- t
-(1 row)
-
 SELECT count(*) FROM jobbuf_claim('s_none', 100) WHERE payload->>'u' = '3';
- count 
--------
-     1
-(1 row)
-
 SELECT jobbuf_stage('s_none', '{"u": 11}'::jsonb, unique_key => 'order-43') IS NOT NULL AS staged_while_claimed;
- staged_while_claimed 
-----------------------
- t
-(1 row)
 
 -- partition_key is stored as given.
 SELECT jobbuf_stage('s_list', '{"p": 1}'::jsonb, partition_key => 'account-7') AS p1 \gset
 SELECT payload, partition_key FROM jobbuf.jobs WHERE id = :p1;
- payload  | partition_key 
-----------+---------------
- {"p": 1} | account-7
-(1 row)
 
 -- jobbuf_stats(): ready (due), scheduled (run_at later), claimed; totals start at 0.
 SELECT jobbuf_create_queue('s_empty', 'stream');
- jobbuf_create_queue 
----------------------
- 
-(1 row)
-
 SELECT queue, target, paused, ready, scheduled, claimed, dead, delivered_total, failed_total,
        last_error, last_delivery_at, oldest_ready_age IS NOT NULL AS has_ready_age
 FROM jobbuf_stats();
-  queue  | target | paused | ready | scheduled | claimed | dead | delivered_total | failed_total | last_error | last_delivery_at | has_ready_age 
----------+--------+--------+-------+-----------+---------+------+-----------------+--------------+------------+------------------+---------------
- s_empty | stream | f      |     0 |         0 |       0 |    0 |               0 |            0 |            |                  | f
- s_list  | list   | t      |    13 |         1 |       0 |    0 |               0 |            0 |            |                  | t
- s_none  | none   | f      |     1 |         0 |       5 |    0 |               0 |            0 |            |                  | t
-(3 rows)
-
 SELECT count(*) AS stats_rows, sum(ready + scheduled + claimed) AS jobs_counted,
        (SELECT count(*) FROM jobbuf.jobs) AS jobs_in_table
 FROM jobbuf_stats();
- stats_rows | jobs_counted | jobs_in_table 
-------------+--------------+---------------
-          3 |           20 |            20
-(1 row)
 
--- jobbuf_worker_status(): one row with these columns; database is jobbuf.database.
+-- jobbuf_worker_status(): these columns; a row per drain worker (how many depends on the server's
+-- jobbuf.database), each naming its database.
 SELECT * FROM jobbuf_worker_status() WHERE false;
- pid | database | running | redis_connected | last_error | last_error_at | wakeups | batches | delivered 
------+----------+---------+-----------------+------------+---------------+---------+---------+-----------
-(0 rows)
-
-SELECT count(*) AS rows, bool_and(database = current_setting('jobbuf.database')) AS database_is_setting,
+SELECT count(*) > 0 AS rows, bool_and(database IS NOT NULL) AS database_named,
        bool_and(running IS NOT NULL AND redis_connected IS NOT NULL) AS flags_not_null,
        bool_and(wakeups >= 0 AND batches >= 0 AND delivered >= 0) AS counters_not_negative,
        bool_and(running = (pid IS NOT NULL)) AS pid_iff_running
 FROM jobbuf_worker_status();
- rows | database_is_setting | flags_not_null | counters_not_negative | pid_iff_running 
-------+---------------------+----------------+-----------------------+-----------------
-    1 | t                   | t              | t                     | t
-(1 row)
-
 SELECT pg_typeof(pid) AS pid, pg_typeof(database) AS database, pg_typeof(running) AS running,
        pg_typeof(redis_connected) AS redis_connected, pg_typeof(last_error) AS last_error,
        pg_typeof(last_error_at) AS last_error_at, pg_typeof(wakeups) AS wakeups,
        pg_typeof(batches) AS batches, pg_typeof(delivered) AS delivered
-FROM jobbuf_worker_status();
-   pid   | database | running | redis_connected | last_error |      last_error_at       | wakeups | batches | delivered 
----------+----------+---------+-----------------+------------+--------------------------+---------+---------+-----------
- integer | text     | boolean | boolean         | text       | timestamp with time zone | bigint  | bigint  | bigint
-(1 row)
+FROM jobbuf_worker_status() LIMIT 1;
 
 -- A jobs table changed by its owner: jobbuf_stage still validates, and what the owner added
 -- applies to it as to an INSERT: a CHECK constraint, and a trigger of their own (which fires).
 ALTER TABLE jobbuf.jobs ADD CONSTRAINT small_payload CHECK (octet_length(payload::text) < 40);
 SELECT jobbuf_stage('s_list', '{"short": true}'::jsonb) IS NOT NULL AS short_staged;
- short_staged 
---------------
- t
-(1 row)
-
 \set VERBOSITY terse
 SELECT jobbuf_stage('s_list', jsonb_build_object('long', repeat('x', 50)));
-ERROR:  new row for relation "jobs" violates check constraint "small_payload"
 SELECT count(*) FROM jobbuf_stage('s_list', ARRAY['{"a": 1}', jsonb_build_object('long', repeat('x', 50))]);
-ERROR:  new row for relation "jobs" violates check constraint "small_payload"
 \set VERBOSITY default
 ALTER TABLE jobbuf.jobs DROP CONSTRAINT small_payload;
 CREATE TABLE staged_audit (job_id bigint, queue text);
@@ -296,38 +118,16 @@ BEGIN INSERT INTO staged_audit VALUES (NEW.id, NEW.queue); RETURN NULL; END $$;
 CREATE TRIGGER audit_staged AFTER INSERT ON jobbuf.jobs FOR EACH ROW EXECUTE FUNCTION audit_staged();
 SELECT jobbuf_stage('s_list', '{"audited": 1}'::jsonb) AS audited_id \gset
 SELECT count(*) AS audited FROM jobbuf_stage('s_list', ARRAY['{"audited": 2}', '{"audited": 3}']::jsonb[]);
- audited 
----------
-       2
-(1 row)
-
 SELECT count(*) AS audit_rows, bool_or(job_id = :audited_id) AS has_first FROM staged_audit;
- audit_rows | has_first 
-------------+-----------
-          3 | t
-(1 row)
-
 SELECT jobbuf_stage('nope', '{}'::jsonb);
-ERROR:  jobbuf: unknown queue "nope"
-HINT:  Create it first with jobbuf_create_queue('nope', target, options).
 DROP TRIGGER audit_staged ON jobbuf.jobs;
 DROP TABLE staged_audit;
 DROP FUNCTION audit_staged();
+
 -- A read-only transaction refuses staging, as it refuses the INSERT.
 BEGIN READ ONLY;
 SELECT jobbuf_stage('s_list', '{"ro": true}'::jsonb);
-ERROR:  cannot execute jobbuf_stage() in a read-only transaction
 ROLLBACK;
+
 -- jobbuf.jobs is vacuumed after a fixed number of deletes, without the cost-based delay.
 SELECT unnest(reloptions) AS jobs_reloption FROM pg_class WHERE oid = 'jobbuf.jobs'::regclass ORDER BY 1;
-              jobs_reloption              
-------------------------------------------
- autovacuum_analyze_scale_factor=0
- autovacuum_analyze_threshold=20000
- autovacuum_vacuum_cost_delay=0
- autovacuum_vacuum_insert_scale_factor=0
- autovacuum_vacuum_insert_threshold=20000
- autovacuum_vacuum_scale_factor=0
- autovacuum_vacuum_threshold=5000
-(7 rows)
-
