@@ -34,6 +34,20 @@ QueueFailure* find_failure(const char* queue)
     return static_cast<QueueFailure*>(hash_search(failures, queue, HASH_FIND, nullptr));
 }
 
+// Whether another queue is failing with this text: an error of the whole database (not of one
+// queue) is then said once, not once per queue.
+bool said_for_another_queue(const char* queue, const char* message)
+{
+    HASH_SEQ_STATUS scan;
+    hash_seq_init(&scan, failures);
+    while (auto* failure = static_cast<QueueFailure*>(hash_seq_search(&scan)))
+        if (strcmp(failure->queue, queue) != 0 && strncmp(failure->text, message, kStatusErrorLen - 1) == 0) {
+            hash_seq_term(&scan);
+            return true;
+        }
+    return false;
+}
+
 }  // namespace
 
 void queue_failed(const char* queue, const char* message)
@@ -45,9 +59,10 @@ void queue_failed(const char* queue, const char* message)
     TimestampTz now = GetCurrentTimestamp();
     bool changed = found && strncmp(failure->text, message, kStatusErrorLen - 1) != 0;
     if (!found || (changed && TimestampDifferenceExceeds(failure->logged_at, now, kRepeatAfterMs))) {
-        ereport(WARNING, (errmsg("jobbuf: queue \"%s\" is not delivered: %s", queue, message),
-                          errdetail("Its jobs stay staged and the worker tries it again with backoff; the other "
-                                    "queues are delivered meanwhile.")));
+        if (!said_for_another_queue(queue, message))
+            ereport(WARNING, (errmsg("jobbuf: queue \"%s\" is not delivered: %s", queue, message),
+                              errdetail("Its jobs stay staged and the worker tries it again with backoff; the "
+                                        "other queues are delivered meanwhile.")));
         strlcpy(failure->text, message, sizeof(failure->text));
         failure->logged_at = now;
     }

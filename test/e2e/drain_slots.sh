@@ -55,25 +55,6 @@ hold_start() {
   return 1
 }
 
-# --- A. a slot lost to ALLOW_CONNECTIONS false
-new_database h1 hostile
-jb_wait_until '[ -n "$(worker_in h1)" ]' 30 || fail "no drain worker in h1"
-hold_start h1 h1_closed hostile
-tx_run "ALTER DATABASE h1_closed ALLOW_CONNECTIONS false;" || fail "h1 was not closed"
-tx_close || fail "the hostile transaction did not commit"
-new_database h2
-delivers h2 "A: a database created after the closed one gets the freed slot and delivers"
-
-# --- B. a worker held in InitPostgres
-hold_start h2 h2_locked postgres
-new_database h3
-delivers h3 "B: while h2's worker waits for the lock, h3 gets its slot (start-up timeout) and delivers"
-expect_eq "B: the stuck worker was stopped (nothing waits for the lock, still held)" "$(waiting_starts)" 0
-expect_eq "B: one WARNING about the start" \
-  "$(count_lines 'WARNING: .*did not connect within 10 s' "$(log_since "$mark")")" 1
-tx_close ROLLBACK
-jb_psql_db postgres -q -c "DROP DATABASE h3" -c "DROP DATABASE h2" || fail "h2 and h3 could not be dropped"
-
 # --- C. DROP DATABASE ... WITH (FORCE) by the database's owner
 dropped=0
 for i in 1 2 3 4; do
@@ -88,6 +69,27 @@ for i in 1 2 3 4; do
   fi
 done
 expect_eq "C: the owner's DROP DATABASE ... WITH (FORCE) against a connected drain worker" "$dropped of 4" "4 of 4"
+
+
+# --- A. a slot lost to ALLOW_CONNECTIONS false
+new_database h1 hostile
+jb_wait_until '[ -n "$(worker_in h1)" ]' 30 || fail "no drain worker in h1"
+hold_start h1 h1_closed hostile
+tx_run "ALTER DATABASE h1_closed ALLOW_CONNECTIONS false;" || fail "h1 was not closed"
+tx_close || fail "the hostile transaction did not commit"
+new_database h2
+delivers h2 "A: a database created after the closed one gets the freed slot and delivers"
+jb_psql_db postgres -q -c "DROP DATABASE h1_closed" || fail "h1_closed could not be dropped"
+
+# --- B. a worker held in InitPostgres
+hold_start h2 h2_locked postgres
+new_database h3
+delivers h3 "B: while h2's worker waits for the lock, h3 gets its slot (start-up timeout) and delivers"
+expect_eq "B: the stuck worker was stopped (nothing waits for the lock, still held)" "$(waiting_starts)" 0
+expect_eq "B: one WARNING about the start" \
+  "$(count_lines 'WARNING: .*did not connect within 10 s' "$(log_since "$mark")")" 1
+tx_close ROLLBACK
+jb_psql_db postgres -q -c "DROP DATABASE h3" -c "DROP DATABASE h2" || fail "h2 and h3 could not be dropped"
 
 jb_sql "SELECT jobbuf_create_queue('in_main', 'list')" >/dev/null
 jb_sql "SELECT jobbuf_stage('in_main', '{}')" >/dev/null
