@@ -65,15 +65,20 @@ static void name_woken_queues(JobbufSharedState* state)
         state->woken_overflow = true;
     } else {
         for (int i = 0; i < staged_hash_count && !state->woken_overflow; i++) {
-            bool known = false;
-            for (int k = 0; k < state->woken_count && !known; k++)
-                known = state->woken[k] == staged_hashes[i];
-            if (known)
-                continue;
-            if (state->woken_count == kWokenQueues)
+            int k = 0;
+            while (k < state->woken_count && state->woken[k] != staged_hashes[i])
+                k++;
+            if (k == kWokenQueues) {
                 state->woken_overflow = true;
-            else
-                state->woken[state->woken_count++] = staged_hashes[i];
+                break;
+            }
+            if (k == state->woken_count) {
+                state->woken[k] = staged_hashes[i];
+                state->woken_lowest_id[k] = lowest_staged_id;
+                state->woken_count++;
+            } else {
+                state->woken_lowest_id[k] = Min(state->woken_lowest_id[k], lowest_staged_id);
+            }
         }
     }
     SpinLockRelease(&state->woken_mutex);
@@ -141,6 +146,7 @@ StagedWork take_staged_work(void)
     work.exact = !jobbuf_shared->woken_overflow;
     work.count = jobbuf_shared->woken_count;
     memcpy(work.hashes, jobbuf_shared->woken, sizeof(uint64) * work.count);
+    memcpy(work.lowest_ids, jobbuf_shared->woken_lowest_id, sizeof(int64) * work.count);
     jobbuf_shared->woken_count = 0;
     jobbuf_shared->woken_overflow = false;
     SpinLockRelease(&jobbuf_shared->woken_mutex);

@@ -28,6 +28,7 @@ struct StagedWork {
     bool exact;         // the wake hashes below name every queue staged into (the bits may be ignored)
     int count;
     uint64 hashes[kWokenQueues];
+    int64 lowest_ids[kWokenQueues];  // per named queue: the lowest id its commits staged
 };
 StagedWork take_staged_work(void);
 

@@ -48,7 +48,8 @@ struct JobbufSharedState {
     slock_t woken_mutex;
     int woken_count;
     bool woken_overflow;
-    uint64 woken[kWokenQueues];
+    uint64 woken[kWokenQueues];          // wake hashes
+    int64 woken_lowest_id[kWokenQueues]; // the lowest job id a commit naming that queue staged
     // The lowest job id committed since the worker last looked (PG_UINT64_MAX: none): the worker
     // rewinds its queue cursors to it (queue_progress.h).
     pg_atomic_uint64 lowest_staged_id;

@@ -337,8 +337,19 @@ bool keep_lease(void)
 void note_staged_work(const ActiveQueue* queues, int nqueues, bool all)
 {
     StagedWork work = take_staged_work();
-    if (work.lowest_id != PG_INT64_MAX)
+    // Each named queue's cursor goes back before the lowest id its commits staged; commits not
+    // named exactly (or naming a queue not in the list: paused) rewind every cursor.
+    if (!work.exact && work.lowest_id != PG_INT64_MAX)
         rewind_queue_cursors(work.lowest_id);
+    for (int i = 0; i < work.count && work.exact; i++) {
+        const ActiveQueue* q = active_queue_by_wake_hash(work.hashes[i]);
+        if (q == nullptr) {
+            rewind_queue_cursors(work.lowest_ids[i]);
+            continue;
+        }
+        QueueProgress* progress = cached_queue_progress(q->name, &q->progress);
+        progress->after_id = Min(progress->after_id, work.lowest_ids[i] - 1);
+    }
     bool marked = false;
     if (all && run_guarded([&] { marked = mark_queues_with_jobs(); }) && marked)
         return;  // (locked tables or an error: every queue, as below)
