@@ -15,6 +15,7 @@ struct ActiveQueue {
     uint64 wake_hash;                // queue_wake_hash(name): what a commit that staged into it names
     uint64 wake_bit;                 // queue_wake_bit(name): set when a commit staged into it
     mutable QueueProgressCache progress;  // the worker's cursor of the queue (queue_progress.h)
+    mutable bool listed;                  // in the pass's list of pending queues (pending_queues.h)
 };
 
 // The queue of the last list with this wake hash, or NULL (a paused or unknown queue).

@@ -17,6 +17,7 @@
 #include "worker/guarded_call.h"
 #include "worker/held_jobs.h"
 #include "worker/pass_schedule.h"
+#include "worker/pending_queues.h"
 #include "worker/queue_failures.h"
 #include "worker/queue_progress.h"
 #include "worker/queues_with_jobs.h"
@@ -356,13 +357,13 @@ void note_staged_work(const ActiveQueue* queues, int nqueues, bool all)
     if (!all && work.exact) {
         for (int i = 0; i < work.count; i++)
             if (const ActiveQueue* q = active_queue_by_wake_hash(work.hashes[i]))
-                cached_queue_progress(q->name, &q->progress)->pending = true;
+                want_queue(q);
         return;
     }
     uint64 wanted = all ? PG_UINT64_MAX : work.queue_bits;
     for (int k = 0; k < nqueues; k++)
         if (wanted & queues[k].wake_bit)
-            cached_queue_progress(queues[k].name, &queues[k].progress)->pending = true;
+            want_queue(&queues[k]);
 }
 
 // One wake-up's work: passes over the queues with new work, one batch (or group) per queue per
@@ -391,6 +392,10 @@ long drain_round(void)
         int nqueues = load_pass(&queues, full, &reloaded);
         if (nqueues < 0)
             return sleep_ms;  // after an error, next_attempt holds the next round back
+        if (reloaded)
+            pending_queues_new_list(queues, nqueues);
+        else if (full)
+            pending_queues_clear();  // the restarted cursors left nothing pending
         note_staged_work(queues, nqueues, full || reloaded);
         if (nqueues == 0)
             break;
@@ -406,8 +411,10 @@ long drain_round(void)
 
         uint32 start = state->rotation++;
         TimestampTz pass_started = GetCurrentTimestamp();
-        for (int k = 0; k < nqueues; k++) {
-            const ActiveQueue* q = &queues[(start + k) % nqueues];
+        const int* order = nullptr;
+        int npending = pending_queues_in_order(start, &order);
+        for (int k = 0; k < npending; k++) {
+            const ActiveQueue* q = &queues[order[k]];
             QueueProgress* progress = cached_queue_progress(q->name, &q->progress);
             if (!progress->pending || queue_backing_off(q->name, pass_started))
                 continue;  // a queue backing off stays pending: tried again when its backoff ends

@@ -3,7 +3,7 @@
 
 #include "kept_plan.h"
 
-#include "worker/queue_progress.h"
+#include "worker/pending_queues.h"
 #include "worker/queues_with_jobs.h"
 #include "worker/worker_transaction.h"
 
@@ -51,8 +51,7 @@ bool mark_queues_with_jobs(void)
         bool isnull = false;
         Datum name = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
         char* queue = TextDatumGetCString(name);
-        if (strlen(queue) < NAMEDATALEN)  // a longer name is no queue's (checked_queue_name)
-            queue_progress(queue)->pending = true;
+        want_queue_named(queue);
     }
     commit_worker_transaction();
     return true;

@@ -5,6 +5,6 @@
 #pragma once
 #include "pg_includes.h"
 
-// Marks the queues that hold jobs as pending (queue_progress.h), in its own transaction. False
+// Marks the queues that hold jobs as pending (want_queue_named), in its own transaction. False
 // when jobbuf's tables are locked (DDL): the caller then looks at every queue.
 bool mark_queues_with_jobs(void);
