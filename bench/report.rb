@@ -151,6 +151,17 @@ end
   add.(figure, j, own, o, o ? j / o : nil, "(info)", nil)
 end
 
+if r["queues_counts"]
+  few, many = r["queues_counts"].split(",").minmax_by(&:to_i)
+  f, m = r["queues_#{few}_active"], r["queues_#{many}_active"]
+  add.("idle worker CPU, #{m} queues (% of a core)", num(r["queues_#{many}_idle_cpu"]), "#{f} queues",
+       num(r["queues_#{few}_idle_cpu"]), nil, "O(queues with work)", nil)
+  %w[p50 p99].each do |q|
+    v, base = num(r["queues_#{many}_#{q}"]), num(r["queues_#{few}_#{q}"])
+    add.("commit -> Redis #{q}, #{m} queues (ms)", v, "#{f} queues", base, base && base > 0 ? v / base : nil, "(info)", nil)
+  end
+end
+
 headers = ["figure", "jobbuf", "comparison", "value", "ratio", "target", "met"]
 widths = headers.each_index.map { |i| ([headers[i]] + rows.map { |x| x[i].to_s }).map(&:length).max }
 line = ->(cells) { cells.each_with_index.map { |c, i| i == 0 || i == 2 || i == 5 ? c.to_s.ljust(widths[i]) : c.to_s.rjust(widths[i]) }.join(" | ") }

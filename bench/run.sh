@@ -31,6 +31,8 @@
 #   BENCH_SCRAPE_JOBS [1000000]   the backlog (a paused queue) of the "scrape" phase: what one metrics scrape
 #                                  costs, 1.1's jobbuf_stats (counts jobs) vs 1.2's (reads the worker's census)
 #   BENCH_SCRAPE_CALLS [20]        calls of each query in the "scrape" phase (the table shows the mean)
+#   BENCH_QUEUES [10 10000]        queue counts of the "queues" phase (idle worker CPU, commit -> Redis latency)
+#   BENCH_QUEUES_SECONDS [10]      each idle CPU measurement of the "queues" phase
 #   BENCH_BUILD [1]                0: skip `make && make install` (use the installed extension)
 #   BENCH_PG_CONF []               extra postgresql.conf lines (diagnostics, e.g. auto_explain)
 #   JB_KEEP [] (harness)           keep the run directory (logs, perf data) after the run
@@ -47,9 +49,11 @@ BENCH_LAT_SECONDS=${BENCH_LAT_SECONDS:-10}
 BENCH_SUSTAIN_SECONDS=${BENCH_SUSTAIN_SECONDS:-60}
 BENCH_SUSTAIN_RATE=${BENCH_SUSTAIN_RATE:-}
 BENCH_FSYNC=${BENCH_FSYNC:-off}
-BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients scrape}
+BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients scrape queues}
 BENCH_SCRAPE_JOBS=${BENCH_SCRAPE_JOBS:-1000000}
 BENCH_SCRAPE_CALLS=${BENCH_SCRAPE_CALLS:-20}
+BENCH_QUEUES=${BENCH_QUEUES:-10 10000}
+BENCH_QUEUES_SECONDS=${BENCH_QUEUES_SECONDS:-10}
 BENCH_SNAPSHOT_SECONDS=${BENCH_SNAPSHOT_SECONDS:-60}
 BENCH_SNAPSHOT_RUNS=${BENCH_SNAPSHOT_RUNS:-800:120 2000:all 2000:dump 70%:all}
 BENCH_DB_JOBS=${BENCH_DB_JOBS:-500000}
@@ -795,6 +799,39 @@ phase_scrape() {
   jb_sql "SELECT jobbuf_drop_queue('bench_scrape', force => true)" >/dev/null 2>&1 || jb_sql "DELETE FROM jobbuf.jobs WHERE queue = 'bench_scrape'" >/dev/null
 }
 
+# --- queues: what many idle queues cost ------------------------------------------------------
+# The worker idle (nothing staged) with N active list queues: its CPU time over
+# BENCH_QUEUES_SECONDS (a full pass every poll_interval, 1 s), then the commit -> Redis latency of
+# single-job transactions into one of them. Queues are added up to each count in turn.
+phase_queues() {
+  worker_enabled on
+  local count have ticks0 ticks1 hz cpu out n p50 p99 max
+  hz=$(getconf CLK_TCK)
+  for count in $BENCH_QUEUES; do
+    have=$(jb_sql "SELECT count(*) FROM jobbuf.queues WHERE NOT paused AND target <> 'none'")
+    if [ "$have" -lt "$count" ]; then
+      jb_sql "SELECT count(jobbuf_create_queue('bench_idle_' || g, 'list')) FROM generate_series($have + 1, $count) g" >/dev/null
+    fi
+    have=$(jb_sql "SELECT count(*) FROM jobbuf.queues WHERE NOT paused AND target <> 'none'")
+    say "queues: $have active queues, worker idle for ${BENCH_QUEUES_SECONDS}s, then commit -> Redis latency (${BENCH_LAT_SECONDS}s, one single-job transaction every 20 ms)"
+    wait_queue_empty bench_lat 60 || true
+    settle ""  # the creations' dead rows and statistics out of the way, as before the first count
+    sleep 2    # the queue list reloaded after the creations
+    ticks0=$(cpu_ticks "$WORKER_PID")
+    sleep "$BENCH_QUEUES_SECONDS"
+    ticks1=$(cpu_ticks "$WORKER_PID")
+    cpu=$(awk -v t=$((ticks1 - ticks0)) -v hz="$hz" -v s="$BENCH_QUEUES_SECONDS" 'BEGIN { printf "%.1f", 100 * t / hz / s }')
+    echo "idle worker: ${cpu}% of a core ($((ticks1 - ticks0)) ticks in ${BENCH_QUEUES_SECONDS}s)"
+    out=$("$LATENCY_PROBE" bench_lat jobbuf:bench_lat "$JB_REDIS_PORT" --seconds "$BENCH_LAT_SECONDS" --interval-ms 20) \
+      || fail "latency probe ($have queues)"
+    read -r n p50 p99 max <<<"$out"
+    echo "$n samples: p50 ${p50} ms, p99 ${p99} ms, max ${max} ms"
+    result "queues_${count}_active" "$have"; result "queues_${count}_idle_cpu" "$cpu"
+    result "queues_${count}_p50" "$p50"; result "queues_${count}_p99" "$p99"; result "queues_${count}_max" "$max"
+  done
+  result queues_counts "${BENCH_QUEUES// /,}"
+}
+
 has_phase drain && phase_drain
 has_phase staging && { say "staging cost (pgbench -M prepared, 8 clients, ${BENCH_STAGE_SECONDS}s per run, worker running)"; phase_staging; }
 has_phase latency && phase_latency
@@ -808,6 +845,7 @@ has_phase frameworks && phase_frameworks
 has_phase databases && phase_databases
 has_phase clients && phase_clients
 has_phase scrape && phase_scrape
+has_phase queues && phase_queues
 
 say "summary"
 echo "uptime at end: $(uptime)"

@@ -891,6 +891,59 @@ REVOKE ALL ON FUNCTION jobbuf.bounded_error(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobbuf.partitions_from_statement() FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobbuf.random_partition(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobbuf.claim_partition(text, text, boolean, integer, uuid, interval, integer, interval) FROM PUBLIC;
+-- Switching a queue from delivery 'group' to 'each': the jobs it holds were staged without the
+-- target's payload checks; jobbuf_alter_queue checks them now and refuses the switch for a job
+-- that cannot be delivered on its own.
+-- Checks one job of a queue that switches from delivery 'group' to 'each' against its target, as
+-- staging would have: jobs staged under 'group' were not (src/staging/delivery_switch_check.cpp).
+CREATE FUNCTION jobbuf.check_each_payload(queue text, target text, id bigint, payload jsonb)
+RETURNS void LANGUAGE c STRICT AS 'MODULE_PATHNAME', 'jobbuf_check_each_payload';
+
+-- A change of delivery mode leaves the groups in flight leased, and says so: their consumers
+-- may be working on them, and can still read them (jobbuf_group) and finish them
+-- (jobbuf_complete, jobbuf_fail). Releasing them at once would deliver their jobs a second time
+-- while that work goes on; refusing the change would make it wait for every lease, which a
+-- consumer's heartbeat (jobbuf_extend) can prolong forever, and a switch away from group
+-- delivery is often made because its consumers fail. A lease that expires is handled the new way:
+-- its jobs are claimed again as a group, or released by the worker and delivered one by one.
+CREATE OR REPLACE FUNCTION jobbuf_alter_queue(queue text, options jsonb)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    q jobbuf.queues := jobbuf.locked_queue(queue);
+    merged jsonb;
+    delivery text;
+    leased bigint;
+BEGIN
+    IF options IS NULL OR jsonb_typeof(options) <> 'object' THEN
+        RAISE EXCEPTION 'jobbuf: queue options must be a JSON object'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- A JSON null removes an option; anything else replaces it.
+    merged := jsonb_strip_nulls(q.options || options);
+    UPDATE jobbuf.queues SET options = jobbuf.checked_options(q.target, merged) WHERE name = q.name;
+    delivery := coalesce(merged->>'delivery', 'each');
+    -- From 'group' to 'each': every job the queue holds (waiting, or in a group whose lease may
+    -- expire) becomes a message of its own, so it must suit the target as a staged job does.
+    -- Stagers still in progress are waited for (they may have staged under 'group').
+    IF q.target OPERATOR(pg_catalog.<>) 'none' AND delivery OPERATOR(pg_catalog.=) 'each'
+       AND coalesce(q.options OPERATOR(pg_catalog.->>) 'delivery', 'each') OPERATOR(pg_catalog.=) 'group' THEN
+        LOCK TABLE jobbuf.jobs IN SHARE ROW EXCLUSIVE MODE;
+        PERFORM jobbuf.check_each_payload(q.name, q.target, j.id, j.payload)
+        FROM jobbuf.jobs j WHERE j.queue OPERATOR(pg_catalog.=) q.name ORDER BY j.id;
+    END IF;
+    IF q.target <> 'none' AND delivery <> coalesce(q.options->>'delivery', 'each') THEN
+        SELECT pg_catalog.count(DISTINCT j.group_id) INTO leased FROM jobbuf.jobs j
+        WHERE j.queue = q.name AND j.group_id IS NOT NULL AND j.lease_until > pg_catalog.now();
+        IF leased > 0 THEN
+            RAISE NOTICE 'jobbuf: queue %: % groups in flight keep their lease', pg_catalog.quote_literal(q.name), leased
+                USING DETAIL = 'their consumers can still read them with jobbuf_group and finish them with jobbuf_complete or jobbuf_fail',
+                      HINT = CASE WHEN delivery = 'each'
+                                  THEN 'the jobs of a group whose lease expires are delivered one by one'
+                                  ELSE 'a group whose lease expires is claimed and delivered again as a group' END;
+        END IF;
+    END IF;
+END $$;
+REVOKE ALL ON FUNCTION jobbuf.check_each_payload(text, text, bigint, jsonb) FROM PUBLIC;
 
 -- Operations: metrics (src/sql/00_schema.sql, 30_inspection.sql, 40_claim.sql, 90_privileges.sql;
 -- docs/operations.md). The worker's census of each queue in jobbuf.queue_stats, consumer

@@ -14,24 +14,74 @@ extern "C" {
 }
 
 static uint64 staged_queue_bits = 0;    // wake bits of the queues this transaction staged into
+constexpr int kLocalQueues = 8;
+static uint64 staged_hashes[kLocalQueues];  // their wake hashes, while they fit
+static int staged_hash_count = 0;           // kLocalQueues + 1: more queues than fit
 static int64 lowest_staged_id = PG_INT64_MAX;  // the lowest job id it staged
 static bool queues_changed = false;     // this transaction changed jobbuf.queues
 
+uint64 queue_wake_hash(const char* queue)
+{
+    return hash_bytes_extended(reinterpret_cast<const unsigned char*>(queue), strlen(queue), 0);
+}
+
+static uint64 wake_bit_of_hash(uint64 hash)
+{
+    return UINT64CONST(1) << (hash % 64);
+}
+
 uint64 queue_wake_bit(const char* queue)
 {
-    return UINT64CONST(1) << (hash_bytes(reinterpret_cast<const unsigned char*>(queue), strlen(queue)) % 64);
+    return wake_bit_of_hash(queue_wake_hash(queue));
 }
 
 void note_jobs_staged(const char* queue, int64 id)
 {
-    staged_queue_bits |= queue_wake_bit(queue);
+    uint64 hash = queue_wake_hash(queue);
+    staged_queue_bits |= wake_bit_of_hash(hash);
     lowest_staged_id = Min(lowest_staged_id, id);
+    if (staged_hash_count > kLocalQueues)
+        return;
+    for (int i = 0; i < staged_hash_count; i++)
+        if (staged_hashes[i] == hash)
+            return;
+    if (staged_hash_count < kLocalQueues)
+        staged_hashes[staged_hash_count] = hash;
+    staged_hash_count++;
 }
 
 void note_queues_changed(void)
 {
     staged_queue_bits = PG_UINT64_MAX;
+    staged_hash_count = kLocalQueues + 1;  // every queue
     queues_changed = true;
+}
+
+// Adds this transaction's queues to the slot's exact list (or marks it overflowed).
+static void name_woken_queues(JobbufSharedState* state)
+{
+    SpinLockAcquire(&state->woken_mutex);
+    if (staged_hash_count > kLocalQueues) {
+        state->woken_overflow = true;
+    } else {
+        for (int i = 0; i < staged_hash_count && !state->woken_overflow; i++) {
+            int k = 0;
+            while (k < state->woken_count && state->woken[k] != staged_hashes[i])
+                k++;
+            if (k == kWokenQueues) {
+                state->woken_overflow = true;
+                break;
+            }
+            if (k == state->woken_count) {
+                state->woken[k] = staged_hashes[i];
+                state->woken_lowest_id[k] = lowest_staged_id;
+                state->woken_count++;
+            } else {
+                state->woken_lowest_id[k] = Min(state->woken_lowest_id[k], lowest_staged_id);
+            }
+        }
+    }
+    SpinLockRelease(&state->woken_mutex);
 }
 
 // The slot of this database's drain worker, remembered between commits (checked each time: the
@@ -51,14 +101,16 @@ static void wake_worker(void)
         return;
     if (queues_changed)
         pg_atomic_fetch_add_u32(&state->queues_generation, 1);
-    // The lowest id before the queue bits: a worker that takes the bits has the id too (it takes
-    // them in the other order, see take_staged_work).
+    // The lowest id, then the queues' names, then their bits: a worker that takes the bits or
+    // the names has the id too (it takes them in the other order, see take_staged_work).
     if (lowest_staged_id != PG_INT64_MAX) {
         uint64 id = static_cast<uint64>(lowest_staged_id);
         uint64 seen = pg_atomic_read_u64(&state->lowest_staged_id);
         while (id < seen && !pg_atomic_compare_exchange_u64(&state->lowest_staged_id, &seen, id)) {
         }
     }
+    // The exact queues before the bits: a worker that takes the bits finds them named.
+    name_woken_queues(state);
     // One SetLatch per batch of commits: the worker empties staged_queues when it starts a round,
     // so only the first commit after that finds it empty and sets the latch. While the worker is
     // busy or disabled the set stays non-empty and committers send no signal. A change of
@@ -73,17 +125,31 @@ static void wake_worker(void)
 static void forget_transaction(void)
 {
     staged_queue_bits = 0;
+    staged_hash_count = 0;
     lowest_staged_id = PG_INT64_MAX;
     queues_changed = false;
 }
 
 StagedWork take_staged_work(void)
 {
-    StagedWork work{PG_UINT64_MAX, PG_INT64_MAX};
+    StagedWork work;
+    work.queue_bits = PG_UINT64_MAX;
+    work.lowest_id = PG_INT64_MAX;
+    work.exact = false;
+    work.count = 0;
     if (jobbuf_shared == nullptr)
         return work;
-    // Bits first, then the id: committers publish in the opposite order.
+    // Bits, names, id: committers publish in the opposite order, so the names a commit published
+    // come with its id (names taken before their bits: the next look finds the bits alone).
     work.queue_bits = pg_atomic_exchange_u64(&jobbuf_shared->staged_queues, 0);
+    SpinLockAcquire(&jobbuf_shared->woken_mutex);
+    work.exact = !jobbuf_shared->woken_overflow;
+    work.count = jobbuf_shared->woken_count;
+    memcpy(work.hashes, jobbuf_shared->woken, sizeof(uint64) * work.count);
+    memcpy(work.lowest_ids, jobbuf_shared->woken_lowest_id, sizeof(int64) * work.count);
+    jobbuf_shared->woken_count = 0;
+    jobbuf_shared->woken_overflow = false;
+    SpinLockRelease(&jobbuf_shared->woken_mutex);
     uint64 id = pg_atomic_exchange_u64(&jobbuf_shared->lowest_staged_id, PG_UINT64_MAX);
     if (id != PG_UINT64_MAX)
         work.lowest_id = static_cast<int64>(id);

@@ -4,8 +4,14 @@
 #pragma once
 #include "pg_includes.h"
 
-// The wake bit of a queue: one of 64, from a hash of its name (queues may share a bit; a shared
-// bit only costs the worker a look at a queue that has nothing new).
+#include "shared_state.h"
+
+// The wake hash of a queue: 64 bits of a hash of its name, what a commit names the queue by.
+uint64 queue_wake_hash(const char* queue);
+
+// The wake bit of a queue: one of 64, from its wake hash (queues may share a bit; a shared bit
+// only costs the worker a look at a queue that has nothing new). The worker goes by the bits
+// only when more queues were staged into than the slot names exactly (kWokenQueues).
 uint64 queue_wake_bit(const char* queue);
 
 // Marks the current transaction as having staged job id into queue (the jobs trigger, jobbuf_stage).
@@ -19,6 +25,10 @@ void note_queues_changed(void);
 struct StagedWork {
     uint64 queue_bits;  // wake bits of the queues staged into (all set: look at every queue)
     int64 lowest_id;    // the lowest job id committed; PG_INT64_MAX when none
+    bool exact;         // the wake hashes below name every queue staged into (the bits may be ignored)
+    int count;
+    uint64 hashes[kWokenQueues];
+    int64 lowest_ids[kWokenQueues];  // per named queue: the lowest id its commits staged
 };
 StagedWork take_staged_work(void);
 

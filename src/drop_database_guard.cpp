@@ -30,16 +30,21 @@ extern "C" {
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
 #include "nodes/parsenodes.h"
+#include "miscadmin.h"
 #include "replication/slot.h"
+#include "storage/latch.h"
+#include "storage/procarray.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
+#include "utils/wait_event.h"
 }
 
 namespace {
 
 constexpr int kKeepAwayMs = 10 * 1000;
+constexpr int kForceWaitMs = 5 * 1000;
 
 ProcessUtility_hook_type previous_process_utility = nullptr;
 
@@ -71,6 +76,31 @@ TimestampTz ask_worker_to_leave(JobbufSharedState* s)
     if (latch != nullptr)
         SetLatch(latch);
     return until;
+}
+
+// DROP DATABASE ... WITH (FORCE) terminates the database's sessions at once, and may terminate
+// only those of roles the caller is a member of: the drain worker is not one for a database
+// owner who is not a superuser, and the drop would fail for as long as the worker has not left.
+// Such a drop first waits (at most kForceWaitMs) for the worker it asked to leave to be gone.
+bool drop_is_forced(const DropdbStmt* stmt)
+{
+    ListCell* cell;
+    foreach (cell, stmt->options) {
+        auto* option = static_cast<DefElem*>(lfirst(cell));
+        if (strcmp(option->defname, "force") == 0)
+            return true;
+    }
+    return false;
+}
+
+void wait_for_worker_to_leave(pid_t pid)
+{
+    TimestampTz give_up = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), kForceWaitMs);
+    while (pid != 0 && BackendPidGetProc(pid) != nullptr && GetCurrentTimestamp() < give_up) {
+        (void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10, PG_WAIT_EXTENSION);
+        ResetLatch(MyLatch);
+        CHECK_FOR_INTERRUPTS();
+    }
 }
 
 // The drop failed: the worker may come back now (unless another drop asked for a later pause).
@@ -105,9 +135,12 @@ void guard_process_utility(PlannedStmt* pstmt, const char* query_string, bool re
         note_database_statement(statement, jobbuf_existed);
         return;
     }
+    pid_t worker_pid = slot->worker_pid;
     volatile TimestampTz until = ask_worker_to_leave(slot);
     PG_TRY();
     {
+        if (drop_is_forced(castNode(DropdbStmt, statement)))
+            wait_for_worker_to_leave(worker_pid);
         run_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
     }
     PG_CATCH();

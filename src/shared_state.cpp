@@ -45,7 +45,12 @@ static void reset_slot(JobbufSharedState* slot)
     SpinLockRelease(&slot->mutex);
     slot->pause_until = 0;
     pg_atomic_init_u32(&slot->exit_reason, static_cast<uint32>(WorkerExit::Unknown));
+    pg_atomic_init_u32(&slot->connected, 0);
     pg_atomic_init_u64(&slot->staged_queues, PG_UINT64_MAX);  // the first round looks everywhere
+    SpinLockAcquire(&slot->woken_mutex);
+    slot->woken_count = 0;
+    slot->woken_overflow = true;
+    SpinLockRelease(&slot->woken_mutex);
     pg_atomic_init_u32(&slot->queues_generation, 0);
     pg_atomic_init_u64(&slot->lowest_staged_id, PG_UINT64_MAX);
     pg_atomic_init_u64(&slot->wakeups, 0);
@@ -57,6 +62,7 @@ static void init_slot(JobbufSharedState* slot)
 {
     memset(slot, 0, sizeof(*slot));
     SpinLockInit(&slot->mutex);
+    SpinLockInit(&slot->woken_mutex);
     reset_slot(slot);
 }
 

@@ -13,6 +13,8 @@ extern "C" {
 }
 
 constexpr int kStatusErrorLen = 256;
+// Distinct queues a drain worker's slot names exactly between two looks (commit_wakeup.h).
+constexpr int kWokenQueues = 64;
 
 // Why a drain worker (or the probe) left, written just before it exits: the launcher decides
 // from it what to do next. A crash or an error leaves Unknown: restart with backoff.
@@ -32,11 +34,22 @@ struct JobbufSharedState {
     Oid database;              // InvalidOid when free
     char database_name[NAMEDATALEN];
     pg_atomic_uint32 exit_reason;  // a WorkerExit
+    // Set by the worker (or the probe) once connected to the database; the launcher stops one
+    // that does not get there in time (waiting in InitPostgres behind a lock) and frees its slot.
+    pg_atomic_uint32 connected;
 
     // Wake-up path (commit_wakeup.cpp): committers OR the wake bits of the queues they staged
     // into and set the worker's latch (if published) when the set was empty; the worker takes
     // the set at the start of each drain round. All bits set: look at every queue.
     pg_atomic_uint64 staged_queues;
+    // The exact queues behind those bits: committers add their queues' wake hashes here (under
+    // woken_mutex) before they OR the bits; more than fit sets woken_overflow, and the worker
+    // then goes by the bits alone. Taken with the bits.
+    slock_t woken_mutex;
+    int woken_count;
+    bool woken_overflow;
+    uint64 woken[kWokenQueues];          // wake hashes
+    int64 woken_lowest_id[kWokenQueues]; // the lowest job id a commit naming that queue staged
     // The lowest job id committed since the worker last looked (PG_UINT64_MAX: none): the worker
     // rewinds its queue cursors to it (queue_progress.h).
     pg_atomic_uint64 lowest_staged_id;

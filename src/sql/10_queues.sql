@@ -183,6 +183,11 @@ BEGIN
     INSERT INTO jobbuf.queue_stats (queue) VALUES (queue);
 END $$;
 
+-- Checks one job of a queue that switches from delivery 'group' to 'each' against its target, as
+-- staging would have: jobs staged under 'group' were not (src/staging/delivery_switch_check.cpp).
+CREATE FUNCTION jobbuf.check_each_payload(queue text, target text, id bigint, payload jsonb)
+RETURNS void LANGUAGE c STRICT AS 'MODULE_PATHNAME', 'jobbuf_check_each_payload';
+
 -- A change of delivery mode leaves the groups in flight leased, and says so: their consumers
 -- may be working on them, and can still read them (jobbuf_group) and finish them
 -- (jobbuf_complete, jobbuf_fail). Releasing them at once would deliver their jobs a second time
@@ -206,6 +211,15 @@ BEGIN
     merged := jsonb_strip_nulls(q.options || options);
     UPDATE jobbuf.queues SET options = jobbuf.checked_options(q.target, merged) WHERE name = q.name;
     delivery := coalesce(merged->>'delivery', 'each');
+    -- From 'group' to 'each': every job the queue holds (waiting, or in a group whose lease may
+    -- expire) becomes a message of its own, so it must suit the target as a staged job does.
+    -- Stagers still in progress are waited for (they may have staged under 'group').
+    IF q.target OPERATOR(pg_catalog.<>) 'none' AND delivery OPERATOR(pg_catalog.=) 'each'
+       AND coalesce(q.options OPERATOR(pg_catalog.->>) 'delivery', 'each') OPERATOR(pg_catalog.=) 'group' THEN
+        LOCK TABLE jobbuf.jobs IN SHARE ROW EXCLUSIVE MODE;
+        PERFORM jobbuf.check_each_payload(q.name, q.target, j.id, j.payload)
+        FROM jobbuf.jobs j WHERE j.queue OPERATOR(pg_catalog.=) q.name ORDER BY j.id;
+    END IF;
     IF q.target <> 'none' AND delivery <> coalesce(q.options->>'delivery', 'each') THEN
         SELECT pg_catalog.count(DISTINCT j.group_id) INTO leased FROM jobbuf.jobs j
         WHERE j.queue = q.name AND j.group_id IS NOT NULL AND j.lease_until > pg_catalog.now();

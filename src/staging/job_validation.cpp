@@ -176,10 +176,14 @@ void check_staged_payload(const char* queue, const QueueTraits& traits, Jsonb* p
         ereport(ERROR, (errcode(ERRCODE_NOT_NULL_VIOLATION),
                         errmsg("jobbuf: payload of a job for queue \"%s\" must not be NULL", queue),
                         errhint("Stage a JSON value, for example '{}'::jsonb.")));
-    if (!traits.each_delivery)
-        return;
-    const jobbuf::redis::PayloadShape* shape = jobbuf::redis::target_payload_shape(traits.target);
+    if (traits.each_delivery)
+        check_payload_for_target(queue, traits.target, payload);
+}
+
+void check_payload_for_target(const char* queue, const char* target, Jsonb* payload)
+{
+    const jobbuf::redis::PayloadShape* shape = jobbuf::redis::target_payload_shape(target);
     if (shape == nullptr || shape->rule_count == 0)
         return;
-    check_shape(queue, traits.target, "", *shape, JB_ROOT_IS_OBJECT(payload) ? &payload->root : nullptr);
+    check_shape(queue, target, "", *shape, JB_ROOT_IS_OBJECT(payload) ? &payload->root : nullptr);
 }

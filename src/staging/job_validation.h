@@ -19,3 +19,6 @@ void check_staged_time(const char* queue, const char* column, Datum timestamp);
 
 // ERROR when the payload is NULL (nullptr) or cannot be carried by the queue's target.
 void check_staged_payload(const char* queue, const QueueTraits& traits, Jsonb* payload);
+
+// ERROR when the payload cannot be carried by target one job at a time (delivery 'each').
+void check_payload_for_target(const char* queue, const char* target, Jsonb* payload);

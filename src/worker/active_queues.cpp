@@ -1,6 +1,8 @@
 // Postgres regime: the worker's queue list and delivery identity (see active_queues.h).
 #include "pg_includes.h"
 
+#include <algorithm>
+
 #include "kept_plan.h"
 
 #include "worker/active_queues.h"
@@ -25,6 +27,7 @@ extern "C" {
 namespace {
 
 SPIPlanPtr queues_plan = nullptr;
+SPIPlanPtr fingerprint_plan = nullptr;
 char marker_key_buffer[128];
 char legacy_marker_key_buffer[128];
 char lease_key_buffer[128];
@@ -36,6 +39,12 @@ bool list_loaded = false;
 uint32 list_generation = 0;
 ActiveQueue* list_queues = nullptr;
 int list_count = 0;
+// The list's indexes sorted by wake hash (active_queue_by_wake_hash), in the list's context.
+int* list_by_hash = nullptr;
+// What jobbuf.queues looked like at that load: the extension's oid and the rows' fingerprint.
+Oid list_extension = InvalidOid;
+int64 list_rows = -1;
+int64 list_xmin_sum = 0;
 
 }  // namespace
 
@@ -143,6 +152,38 @@ static void warn_unusable_queue(const char* queue, const char* error)
                       errhint("Fix its options with jobbuf_alter_queue.")));
 }
 
+// The fingerprint of jobbuf.queues in the current transaction: its row count and the sum of the
+// rows' xmin (any INSERT, UPDATE or DELETE changes one or the other, even one that no trigger
+// saw: a restore, session_replication_role = replica). One scan of the small table, no target made.
+static void queues_fingerprint(int64* rows, int64* xmin_sum)
+{
+    kept_plan(&fingerprint_plan,
+              "SELECT pg_catalog.count(*),"
+              "  coalesce(pg_catalog.sum((q.xmin::pg_catalog.text)::pg_catalog.int8), 0)::pg_catalog.int8"
+              " FROM jobbuf.queues q",
+              0, nullptr);
+    execute_kept(fingerprint_plan, nullptr, nullptr, true, SPI_OK_SELECT, "reading the queues' fingerprint");
+    bool isnull = false;
+    *rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+    *xmin_sum = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+}
+
+// Whether the list loaded last still describes jobbuf.queues and the installed extension, in its
+// own transaction: what a full pass asks instead of loading every queue's target again.
+static bool loaded_list_still_current(void)
+{
+    begin_worker_transaction("jobbuf: checking the queue list");
+    InstalledJobbuf installed = installed_jobbuf();
+    bool current = installed.state == InstalledExtension::Current && installed.extension_oid == list_extension;
+    if (current) {
+        int64 rows = 0, xmin_sum = 0;
+        queues_fingerprint(&rows, &xmin_sum);
+        current = rows == list_rows && xmin_sum == list_xmin_sum;
+    }
+    commit_worker_transaction();
+    return current;
+}
+
 // Loads the queues the worker pushes (not paused, target other than none), each with its target,
 // into an array allocated in cxt, in its own transaction. Returns kNoExtension or kOutdatedExtension when there
 // is nothing the worker may drain.
@@ -172,6 +213,9 @@ static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
     execute_kept(queues_plan, nullptr, nullptr, true, SPI_OK_SELECT, "loading queues");
 
     int count = static_cast<int>(SPI_processed);
+    SPITupleTable* queue_rows = SPI_tuptable;  // kept until SPI_finish
+    queues_fingerprint(&list_rows, &list_xmin_sum);  // the same snapshot as the list
+    list_extension = extension_oid;
     note_installation(extension_oid);
     auto* list = static_cast<ActiveQueue*>(MemoryContextAllocZero(cxt, sizeof(ActiveQueue) * (count + 1)));
     // Published before the targets are made: a list cut short by an error still has its targets
@@ -180,8 +224,8 @@ static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
     list_count = 0;
     int kept = 0;
     for (int i = 0; i < count; i++) {
-        HeapTuple tuple = SPI_tuptable->vals[i];
-        TupleDesc desc = SPI_tuptable->tupdesc;
+        HeapTuple tuple = queue_rows->vals[i];
+        TupleDesc desc = queue_rows->tupdesc;
         bool isnull = false;
         ActiveQueue* q = &list[kept];
         strlcpy(q->name, TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull)), NAMEDATALEN);
@@ -197,14 +241,30 @@ static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
         }
         list_count = ++kept;
         q->traits = jobbuf::redis::queue_target_traits(q->target);
+        q->wake_hash = queue_wake_hash(q->name);
         q->wake_bit = queue_wake_bit(q->name);
         q->batch_size = DatumGetInt32(SPI_getbinval(tuple, desc, 5, &isnull));
         Datum group = SPI_getbinval(tuple, desc, 6, &isnull);
         q->group_delivery = !isnull && DatumGetBool(group);
     }
     commit_worker_transaction();
+    list_by_hash = static_cast<int*>(MemoryContextAlloc(cxt, sizeof(int) * (kept + 1)));
+    for (int i = 0; i < kept; i++)
+        list_by_hash[i] = i;
+    std::sort(list_by_hash, list_by_hash + kept, [list](int a, int b) { return list[a].wake_hash < list[b].wake_hash; });
     *queues = list;
     return kept;
+}
+
+const ActiveQueue* active_queue_by_wake_hash(uint64 hash)
+{
+    if (!list_loaded || list_by_hash == nullptr)
+        return nullptr;
+    const int* found = std::lower_bound(list_by_hash, list_by_hash + list_count, hash,
+                                        [](int index, uint64 h) { return list_queues[index].wake_hash < h; });
+    if (found == list_by_hash + list_count || list_queues[*found].wake_hash != hash)
+        return nullptr;
+    return &list_queues[*found];
 }
 
 int current_active_queues(MemoryContext cxt, ActiveQueue** queues, bool reload, bool* reloaded)
@@ -213,7 +273,7 @@ int current_active_queues(MemoryContext cxt, ActiveQueue** queues, bool reload, 
     // Read before the load's snapshot is taken: a change committed after this read bumps the
     // generation again and is picked up by the next call.
     uint32 generation = jobbuf_shared ? pg_atomic_read_u32(&jobbuf_shared->queues_generation) : 0;
-    if (reload || !list_loaded || generation != list_generation) {
+    if (!list_loaded || generation != list_generation || (reload && !loaded_list_still_current())) {
         list_loaded = false;
         destroy_targets();
         MemoryContextReset(cxt);

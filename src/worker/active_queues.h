@@ -4,6 +4,7 @@
 #include "pg_includes.h"
 
 #include "redis/target_handle.h"
+#include "worker/queue_progress.h"
 
 struct ActiveQueue {
     char name[NAMEDATALEN];
@@ -11,8 +12,14 @@ struct ActiveQueue {
     const jobbuf::redis::TargetTraits* traits;  // the target's: what the take must know
     int batch_size;                  // 0: jobbuf.batch_size (group delivery: jobbuf_claim's default)
     bool group_delivery;             // delivery 'group': one message per claimed group
+    uint64 wake_hash;                // queue_wake_hash(name): what a commit that staged into it names
     uint64 wake_bit;                 // queue_wake_bit(name): set when a commit staged into it
+    mutable QueueProgressCache progress;  // the worker's cursor of the queue (queue_progress.h)
+    mutable bool listed;                  // in the pass's list of pending queues (pending_queues.h)
 };
+
+// The queue of the last list with this wake hash, or NULL (a paused or unknown queue).
+const ActiveQueue* active_queue_by_wake_hash(uint64 hash);
 
 // What current_active_queues returns instead of a count when the worker may drain nothing.
 constexpr int kNoExtension = -1;        // CREATE EXTENSION jobbuf has not run

@@ -42,6 +42,7 @@ void join_drain_slot(Datum main_arg)
     jobbuf_shared = &jobbuf_cluster->slots[index];
     remember_server_settings();  // before a role's settings replace them
     BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, 0);
+    pg_atomic_write_u32(&jobbuf_shared->connected, 1);  // the launcher's start-up timeout ends here
     bool installed = extension_installed();
     if (index == probe_slot_index())
         leave(installed ? WorkerExit::HasExtension : WorkerExit::NoExtension);

@@ -18,7 +18,10 @@
 #include "worker/guarded_call.h"
 #include "worker/held_jobs.h"
 #include "worker/pass_schedule.h"
+#include "worker/pending_queues.h"
+#include "worker/queue_failures.h"
 #include "worker/queue_progress.h"
+#include "worker/queues_with_jobs.h"
 #include "worker/redis_health.h"
 #include "worker/refused_targets.h"
 #include "drop_database_guard.h"
@@ -62,6 +65,7 @@ struct WorkerState {
     TimestampTz lease_held_since;       // when another cluster was first found holding it (0: not)
     uint32 rotation;
     bool fencing_warned;
+    bool targets_noted;   // note_refused_targets ran since the last load and connection
     char config_problem[kStatusErrorLen];  // why the Redis settings are unusable; empty: they are usable
 };
 
@@ -207,6 +211,7 @@ bool ensure_redis(void)
         state->lease_kept_at = GetCurrentTimestamp();  // connecting took the lease
         state->lease_held_since = 0;
         state->reconcile_needed = true;  // a batch may have been cut off by the last disconnect
+        state->targets_noted = false;    // another deployment may be behind the URL now
         redis_succeeded(state->ctx.session);
         if (report.message[0] != '\0' && !state->fencing_warned) {
             ereport(WARNING, (errmsg("jobbuf: %s", report.message)));
@@ -287,6 +292,8 @@ int load_pass(ActiveQueue** queues, bool reload, bool* reloaded)
         return -1;
     }
     report_recovered(ProblemKind::Config, "the jobbuf extension is installed and up to date; delivering");
+    if (*reloaded)
+        retry_failing_queues_now();
     if (*reloaded && !run_guarded([] { note_held_jobs(); })) {
         database_failed();
         return -1;
@@ -332,12 +339,32 @@ bool keep_lease(void)
 void note_staged_work(const ActiveQueue* queues, int nqueues, bool all)
 {
     StagedWork work = take_staged_work();
-    if (work.lowest_id != PG_INT64_MAX)
+    // Each named queue's cursor goes back before the lowest id its commits staged; commits not
+    // named exactly (or naming a queue not in the list: paused) rewind every cursor.
+    if (!work.exact && work.lowest_id != PG_INT64_MAX)
         rewind_queue_cursors(work.lowest_id);
+    for (int i = 0; i < work.count && work.exact; i++) {
+        const ActiveQueue* q = active_queue_by_wake_hash(work.hashes[i]);
+        if (q == nullptr) {
+            rewind_queue_cursors(work.lowest_ids[i]);
+            continue;
+        }
+        QueueProgress* progress = cached_queue_progress(q->name, &q->progress);
+        progress->after_id = Min(progress->after_id, work.lowest_ids[i] - 1);
+    }
+    bool marked = false;
+    if (all && run_guarded([&] { marked = mark_queues_with_jobs(); }) && marked)
+        return;  // (locked tables or an error: every queue, as below)
+    if (!all && work.exact) {
+        for (int i = 0; i < work.count; i++)
+            if (const ActiveQueue* q = active_queue_by_wake_hash(work.hashes[i]))
+                want_queue(q);
+        return;
+    }
     uint64 wanted = all ? PG_UINT64_MAX : work.queue_bits;
     for (int k = 0; k < nqueues; k++)
         if (wanted & queues[k].wake_bit)
-            queue_progress(queues[k].name)->pending = true;
+            want_queue(&queues[k]);
 }
 
 // One wake-up's work: passes over the queues with new work, one batch (or group) per queue per
@@ -366,22 +393,32 @@ long drain_round(void)
         int nqueues = load_pass(&queues, full, &reloaded);
         if (nqueues < 0)
             return sleep_ms;  // after an error, next_attempt holds the next round back
+        if (reloaded)
+            pending_queues_new_list(queues, nqueues);
+        else if (full)
+            pending_queues_clear();  // the restarted cursors left nothing pending
         note_staged_work(queues, nqueues, full || reloaded);
         if (nqueues == 0)
             break;
         if (!ensure_redis() || !keep_lease() || !reconcile_if_needed())
             return redis_backoff_ms();
-        if (!run_guarded([&] { note_refused_targets(state->ctx.session, queues, nqueues); })) {
+        // Which targets this deployment refuses changes only with the list or the connection.
+        if ((reloaded || !state->targets_noted) &&
+            !run_guarded([&] { note_refused_targets(state->ctx.session, queues, nqueues); })) {
             database_failed();
             return kErrorBackoffMs;
         }
+        state->targets_noted = true;
 
         uint32 start = state->rotation++;
-        for (int k = 0; k < nqueues; k++) {
-            const ActiveQueue* q = &queues[(start + k) % nqueues];
-            QueueProgress* progress = queue_progress(q->name);
-            if (!progress->pending)
-                continue;
+        TimestampTz pass_started = GetCurrentTimestamp();
+        const int* order = nullptr;
+        int npending = pending_queues_in_order(start, &order);
+        for (int k = 0; k < npending; k++) {
+            const ActiveQueue* q = &queues[order[k]];
+            QueueProgress* progress = cached_queue_progress(q->name, &q->progress);
+            if (!progress->pending || queue_backing_off(q->name, pass_started))
+                continue;  // a queue backing off stays pending: tried again when its backoff ends
             if (target_refused(state->ctx.session, q)) {
                 progress->pending = false;  // staged until the URL or the queue changes (a reload)
                 continue;
@@ -390,16 +427,22 @@ long drain_round(void)
             reload_settings_if_asked();
             if (!jobbuf_enabled || drain_worker_must_leave())
                 return sleep_ms;
-            if (!keep_lease())
+            if (!keep_lease() || !reconcile_if_needed())
                 return redis_backoff_ms();
             BatchResult result{};
             bool restarted = progress->restarted && !q->group_delivery;
             bool from_head = progress->after_id == 0;
-            if (!run_guarded([&] {
-                    result = q->group_delivery ? drain_one_group(&state->ctx, q) : drain_one_batch(&state->ctx, q, progress);
-                })) {
-                database_failed();
-                return kErrorBackoffMs;
+            // An error is this queue's alone (its data, a trigger, a claim it cannot make): the
+            // queue backs off and the pass goes on with the others, after reconciling the unit
+            // the error may have cut off (the marker may name jobs Redis has).
+            if (!run_catching(
+                    [&] {
+                        result = q->group_delivery ? drain_one_group(&state->ctx, q)
+                                                   : drain_one_batch(&state->ctx, q, progress);
+                    },
+                    [&](const ErrorData* error) { queue_failed(q->name, error->message); })) {
+                state->reconcile_needed = true;
+                continue;
             }
             if (restarted && result.outcome != BatchOutcome::Stale && result.outcome != BatchOutcome::Locked) {
                 note_restart_scan(result.take_us, from_head);  // maybe in a later pass than the restart
@@ -415,8 +458,10 @@ long drain_round(void)
             case BatchOutcome::Full:
             case BatchOutcome::Partial:
                 delivered_any = true;
+                queue_succeeded(q->name);
                 break;
             case BatchOutcome::Empty:
+                queue_succeeded(q->name);
                 break;
             case BatchOutcome::Locked:
                 locked_out = true;  // a full round again shortly
@@ -433,6 +478,10 @@ long drain_round(void)
     // An idle worker keeps its lease: it wakes before a quarter of its lifetime has passed.
     if (jobbuf::redis::drain_session_connected(state->ctx.session))
         sleep_ms = Min(sleep_ms, lease_refresh_ms());
+    // A queue backing off after an error is tried again when its backoff ends.
+    TimestampTz retry_at = next_queue_retry(GetCurrentTimestamp());
+    if (retry_at != 0)
+        sleep_ms = Min(sleep_ms, static_cast<long>((retry_at - GetCurrentTimestamp()) / 1000 + 1));
     return locked_out ? kMinBackoffMs : sleep_ms;
 }
 

@@ -10,10 +10,10 @@ extern "C" {
 #include "pgstat.h"
 }
 
-// Runs fn under PG_TRY. A Postgres error aborts the transaction, is logged once, and returns
-// false (the caller then reconciles and backs off); true when fn returned.
-template <typename Fn>
-inline bool run_guarded(Fn fn)
+// Runs fn under PG_TRY. A Postgres error aborts the transaction and is handed to on_error
+// (its ErrorData, in the caller's memory context); returns false then, true when fn returned.
+template <typename Fn, typename OnError>
+inline bool run_catching(Fn fn, OnError on_error)
 {
     MemoryContext caller_cxt = CurrentMemoryContext;
     volatile bool ok = true;
@@ -28,11 +28,20 @@ inline bool run_guarded(Fn fn)
         FlushErrorState();
         AbortCurrentTransaction();
         pgstat_report_activity(STATE_IDLE, nullptr);
-        report_problem(ProblemKind::Database, error->message);
+        on_error(error);
         FreeErrorData(error);
         ok = false;
     }
     PG_END_TRY();
+    return ok;
+}
+
+// run_catching for the worker's own work: an error is logged once (the caller then reconciles
+// and backs off); a call that returns ends the database problem.
+template <typename Fn>
+inline bool run_guarded(Fn fn)
+{
+    bool ok = run_catching(fn, [](const ErrorData* error) { report_problem(ProblemKind::Database, error->message); });
     if (ok)
         report_recovered(ProblemKind::Database, "the last database error is resolved");
     return ok;

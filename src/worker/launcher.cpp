@@ -45,6 +45,9 @@ constexpr int kCheckIntervalMs = 1000;
 constexpr int kMinRestartDelayMs = 1000;
 constexpr int kMaxRestartDelayMs = 60 * 1000;
 constexpr int kHealthyRunMs = 60 * 1000;
+// A worker (or the probe) not connected to its database this long after its start waits in
+// InitPostgres (behind a lock on the database, for instance): it is stopped and its slot freed.
+constexpr int kStartupTimeoutMs = 10 * 1000;
 
 enum class Phase {
     Unchecked,         // may have the extension: a drain worker (or the probe) will look
@@ -64,6 +67,8 @@ struct Entry {
     bool access_warned;       // the WARNING about access was logged
     bool left_out_warned;     // the WARNING about jobbuf.max_workers was logged
     bool recheck;             // CREATE EXTENSION came while a worker or the probe was deciding
+    bool startup_timed_out;   // its worker (or the probe) was stopped before it connected
+    bool startup_warned;      // the WARNING about that was logged
     int slot;                 // drain slot index, -1 when none
     BackgroundWorkerHandle* handle;
     TimestampTz started_at;
@@ -195,6 +200,8 @@ void reconcile_databases(void)
         e->oid = rows[r].oid;
         seen[e - entries] = true;
         set_access(e, rows[r].selectable ? Access::Ready : Access::ClosedToConnections);
+        if (e->access != Access::Ready && e->handle == nullptr)
+            release_slot(e);  // no worker can start there: its slot serves other databases meanwhile
     }
     for (int i = entry_count - 1; i >= 0; i--) {
         Entry* e = &entries[i];
@@ -246,6 +253,9 @@ bool start_worker(Entry* e, int slot_index, BackgroundWorkerHandle** handle)
     if (probe)
         drain_slot_assign(slot, e->oid, e->name, false);
     pg_atomic_write_u32(&slot->exit_reason, static_cast<uint32>(WorkerExit::Unknown));
+    pg_atomic_write_u32(&slot->connected, 0);
+    e->startup_timed_out = false;
+    e->started_at = GetCurrentTimestamp();
     if (RegisterDynamicBackgroundWorker(&worker, handle))
         return true;
     report_problem(ProblemKind::Config, "could not start a jobbuf worker: max_worker_processes reached");
@@ -281,6 +291,15 @@ void drain_worker_finished(Entry* e, TimestampTz now)
     auto reason = static_cast<WorkerExit>(pg_atomic_read_u32(&slot->exit_reason));
     bool recheck = e->recheck;
     e->recheck = false;
+    if (e->startup_timed_out) {
+        // It never connected: whether the database has the extension is still unknown, and its
+        // slot goes back to the pool until the next try (with backoff).
+        release_slot(e);
+        e->phase = e->named ? Phase::Wanted : Phase::Unchecked;
+        e->restart_delay_ms = Min(e->restart_delay_ms * 2, kMaxRestartDelayMs);
+        e->next_start = TimestampTzPlusMilliseconds(now, e->restart_delay_ms);
+        return;
+    }
     if (reason == WorkerExit::NoExtension) {
         e->next_start = now;
         e->phase = recheck ? Phase::Unchecked : Phase::WithoutExtension;
@@ -314,6 +333,32 @@ bool reap_workers(TimestampTz now)
             drain_worker_finished(e, now);
     }
     return any;
+}
+
+// Stops the workers (and the probe) still not connected kStartupTimeoutMs after their start:
+// one WARNING per database until one of its workers connects again.
+void stop_stuck_starts(TimestampTz now)
+{
+    for (int i = 0; i < entry_count; i++) {
+        Entry* e = &entries[i];
+        if (e->handle == nullptr || e->startup_timed_out ||
+            !TimestampDifferenceExceeds(e->started_at, now, kStartupTimeoutMs))
+            continue;
+        int slot = e->phase == Phase::Probing ? probe_slot_index() : e->slot;
+        if (slot < 0 || pg_atomic_read_u32(&jobbuf_cluster->slots[slot].connected) != 0) {
+            e->startup_warned = false;
+            continue;
+        }
+        e->startup_timed_out = true;
+        TerminateBackgroundWorker(e->handle);
+        if (!e->startup_warned)
+            ereport(WARNING, (errmsg("jobbuf: the %s for database \"%s\" did not connect within %d s; it is stopped and "
+                                     "tried again later",
+                                     e->phase == Phase::Probing ? "probe" : "drain worker", e->name, kStartupTimeoutMs / 1000),
+                              errhint("A session holding a lock on the database (an open ALTER DATABASE, for instance) "
+                                      "keeps new connections waiting.")));
+        e->startup_warned = true;
+    }
 }
 
 // CREATE EXTENSION jobbuf committed in these databases: look again. Returns whether a database
@@ -385,7 +430,6 @@ void start_workers(TimestampTz now)
             e->left_out_warned = false;
             if (start_worker(e, e->slot, &e->handle)) {
                 report_recovered(ProblemKind::Config, "jobbuf workers start again");
-                e->started_at = now;
             } else {
                 e->handle = nullptr;
                 e->next_start = TimestampTzPlusMilliseconds(now, kMinRestartDelayMs);
@@ -486,6 +530,7 @@ void jobbuf_launcher_main(Datum arg)
         TimestampTz now = GetCurrentTimestamp();
         rescan = take_databases_changed(&databases_seen) || rescan;
         rescan = note_created_extensions() || rescan;
+        stop_stuck_starts(now);
         reap_workers(now);
         if (rescan || any_start_due(now))
             reconcile_databases();

@@ -45,6 +45,11 @@ void report_recovered(ProblemKind kind, const char* message)
         return;
     slot.active = false;
     ereport(LOG, (errmsg("jobbuf: %s", message)));
+    show_lasting_problem();
+}
+
+void show_lasting_problem(void)
+{
     const char* lasting = "";
     for (const ProblemSlot& other : slots)
         if (other.active)

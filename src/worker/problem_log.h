@@ -15,3 +15,7 @@ void report_problem(ProblemKind kind, const char* message);
 // Reports that a kind of problem is over: one LOG line if it was being reported; last_error then
 // shows a problem that still lasts, or nothing (last_error_at keeps when the last one was seen).
 void report_recovered(ProblemKind kind, const char* message);
+
+// Shows the problem that still lasts in jobbuf_worker_status().last_error (nothing when none
+// does): called when a problem kept elsewhere (a queue's, queue_failures.h) ends.
+void show_lasting_problem(void);

@@ -11,9 +11,11 @@ extern "C" {
 }
 
 static HTAB* progress = nullptr;
+static uint32 progress_generation = 1;  // bumped when the table is made again (cached pointers die)
 
 void forget_queue_progress(void)
 {
+    progress_generation++;
     if (progress != nullptr)
         hash_destroy(progress);
     progress = create_name_hash("jobbuf queue progress", sizeof(QueueProgress), 16);
@@ -56,4 +58,13 @@ void rewind_queue_cursors(int64 committed_id)
     hash_seq_init(&scan, progress);
     while (auto* entry = static_cast<QueueProgress*>(hash_seq_search(&scan)))
         entry->after_id = Min(entry->after_id, committed_id - 1);
+}
+
+QueueProgress* cached_queue_progress(const char* queue, QueueProgressCache* cache)
+{
+    if (cache->generation != progress_generation || progress == nullptr) {
+        cache->progress = queue_progress(queue);  // may make the table, bumping the generation
+        cache->generation = progress_generation;
+    }
+    return cache->progress;
 }

@@ -31,5 +31,13 @@ void restart_queue_cursors_at_floor(void);
 // The progress of a queue, created with after_id 0 and not pending.
 QueueProgress* queue_progress(const char* queue);
 
+// The same through a cache the caller keeps per queue (valid until forget_queue_progress): what
+// a pass over thousands of queues asks of each without hashing its name.
+struct QueueProgressCache {
+    QueueProgress* progress;
+    uint32 generation;  // 0: empty
+};
+QueueProgress* cached_queue_progress(const char* queue, QueueProgressCache* cache);
+
 // A job with this id committed: no cursor may stay past it.
 void rewind_queue_cursors(int64 committed_id);

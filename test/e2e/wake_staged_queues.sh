@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# A commit wakes the worker for the queues it staged into, not for every queue: with 20 active
-# queues, single-job commits into one of them cost the worker one batch each, not 20. Counted with
-# the scans of jobs_waiting (every batch statement scans it once). A job that commits behind the
+# A commit wakes the worker for the queues it staged into, not for every queue: with 200 active
+# queues, single-job commits into one of them cost the worker one batch each, not 200, nor one per
+# queue sharing its wake bit (64 bits: about 3 others here; the commit names its queues exactly).
+# Counted with the scans of jobs_waiting (every batch statement scans it once). A pass over every
+# queue (a full pass, every poll_interval; a changed queue list) takes batches only from the
+# queues that hold jobs, not from all 200. A job that commits behind the
 # worker's cursor (a lower id than jobs already delivered) is delivered at once, not at the next
 # full round. Queues nobody staged into are still looked at on the poll_interval's full rounds.
 source "$(dirname "$0")/tools/lib.sh"
 
 e2e_start "jobbuf.poll_interval = '30s'"
-jb_psql -q -o /dev/null -c "SELECT jobbuf_create_queue('q' || n, 'list') FROM generate_series(1, 20) n"
+jb_psql -q -o /dev/null -c "SELECT jobbuf_create_queue('q' || n, 'list') FROM generate_series(1, 200) n"
 
 # Worker statistics reach pg_stat_user_indexes when the worker reports them, at most once a second,
 # after a transaction: deliver one job more than a second after the last one's commit to flush.
@@ -40,18 +43,35 @@ committed 13
 after=$(waiting_scans)
 
 scans=$((after - before))
-expect_le "11 single-job commits into 1 of 20 queues: jobs_waiting scans (one batch each)" "$scans" 22
+expect_le "11 single-job commits into 1 of 200 queues: jobs_waiting scans (one batch each)" "$scans" 22
 expect_eq "the other queues got nothing" "$(jb_redis KEYS 'jobbuf:q*' | sort | tr '\n' ' ')" "jobbuf:q7 "
+
+# A pass that looks at every queue (after a change of jobbuf.queues, as every poll_interval) takes
+# a batch only from the queues that hold jobs, found by one skip scan: five changes of an empty
+# queue's options, five such passes, no batch for the 200 empty queues (before: 200 batches, 200
+# scans, a pass).
+before=$(waiting_scans)
+for n in 1 2 3 4 5; do
+  jb_sql "SELECT jobbuf_alter_queue('q200', jsonb_build_object('batch_size', $n))" >/dev/null
+  sleep 0.2
+done
+deliver_one 14   # a transaction of the worker's flushes its statistics
+committed 14
+sleep 1.2
+deliver_one 15
+committed 15
+scans=$(( $(waiting_scans) - before ))
+expect_le "5 passes over every queue (200, empty but q7) and 2 single-job commits: jobs_waiting scans" "$scans" 40
 
 # Out of id order: a transaction stages a job (lower id) and commits after later jobs of the same
 # queue were delivered; with a 30 s poll only the commit's own wake-up can deliver it.
 tx_open
 tx_run "BEGIN; SELECT jobbuf_stage('q7', '{\"late\": true}'::jsonb);" || fail "the late job was not staged"
-deliver_one 14
-deliver_one 15
-committed 15
+deliver_one 16
+deliver_one 17
+committed 17
 tx_close || fail "the late job's transaction did not commit"
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:q7)" = 16 ]' 15; then
+if jb_wait_until '[ "$(jb_redis LLEN jobbuf:q7)" = 18 ]' 15; then
   pass "a job committed behind the delivered ones arrives at once (poll_interval 30 s)"
 else
   fail "a job committed out of id order was not delivered within 15 s (the poll is 30 s)"
@@ -64,9 +84,9 @@ tx_open
 tx_run "BEGIN; LOCK TABLE jobbuf.queue_stats IN ACCESS EXCLUSIVE MODE;" || fail "the lock was not taken"
 jb_sql "SELECT jobbuf_stage('q7', '{\"after_lock\": true}'::jsonb)" >/dev/null
 sleep 0.5   # a window for a delivery that should not happen
-expect_eq "while the tables are locked the job waits" "$(jb_redis LLEN jobbuf:q7)" 16
+expect_eq "while the tables are locked the job waits" "$(jb_redis LLEN jobbuf:q7)" 18
 tx_close || fail "the locking transaction did not commit"
-if jb_wait_until '[ "$(jb_redis LLEN jobbuf:q7)" = 17 ]' 15; then
+if jb_wait_until '[ "$(jb_redis LLEN jobbuf:q7)" = 19 ]' 15; then
   pass "delivered once the lock is released (poll_interval 30 s)"
 else
   fail "a job that met locked tables was not delivered within 15 s of the unlock (the poll is 30 s)"
