@@ -1348,6 +1348,10 @@ DECLARE
 BEGIN
     DELETE FROM jobbuf.jobs j USING jobbuf.held_jobs_of(jobbuf_discard_restored.queue) h WHERE j.id OPERATOR(pg_catalog.=) h.id;
     GET DIAGNOSTICS discarded = ROW_COUNT;
+    IF discarded OPERATOR(pg_catalog.>) 0 THEN
+        -- A statement on jobbuf.queues makes the worker count the held jobs again at commit.
+        UPDATE jobbuf.queues SET paused = paused WHERE false;
+    END IF;
     DELETE FROM jobbuf.dead d USING jobbuf.held_dead_letters_of(jobbuf_discard_restored.queue) h WHERE d.id OPERATOR(pg_catalog.=) h.id;
     GET DIAGNOSTICS dead_letters = ROW_COUNT;
     RETURN discarded OPERATOR(pg_catalog.+) dead_letters;
