@@ -1125,6 +1125,17 @@ GRANT EXECUTE ON FUNCTION jobbuf_worker_status() TO jobbuf_monitor;
 -- 1 scheduled (due later). since: when the oldest job of the row became ready,
 -- greatest(staged_at, run_at). last_id: its largest id.
 
+-- A job's state for the census, as the installation own sees it at now. Inlined into the
+-- queries that call it (no SET clause: it names only pg_catalog's operators, schema-qualified).
+CREATE FUNCTION jobbuf.job_state(owner uuid, group_id uuid, lease_until timestamptz, run_at timestamptz,
+                                 own uuid, now timestamptz)
+RETURNS integer LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN owner OPERATOR(pg_catalog.<>) own THEN 3
+                WHEN group_id IS NOT NULL AND lease_until OPERATOR(pg_catalog.>) now THEN 2
+                WHEN run_at OPERATOR(pg_catalog.<=) now THEN 0
+                ELSE 1 END;
+$$;
+
 -- One step: the jobs after id "after" (ids start at 1) in id order (jobs_pkey), at most
 -- step_rows of them (all when NULL), counted per queue and state, the identity and now() read
 -- once.
@@ -1140,10 +1151,7 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT j.queue, t.state, pg_catalog.count(*), pg_catalog.min(greatest(j.staged_at, j.run_at)),
            pg_catalog.max(j.id)
     FROM walked j CROSS JOIN own o
-    CROSS JOIN LATERAL (SELECT CASE WHEN j.owner OPERATOR(pg_catalog.<>) o.id THEN 3
-                                    WHEN j.group_id IS NOT NULL AND j.lease_until OPERATOR(pg_catalog.>) o.now THEN 2
-                                    WHEN j.run_at OPERATOR(pg_catalog.<=) o.now THEN 0
-                                    ELSE 1 END) t(state)
+    CROSS JOIN LATERAL (SELECT jobbuf.job_state(j.owner, j.group_id, j.lease_until, j.run_at, o.id, o.now)) t(state)
     GROUP BY j.queue, t.state;
 $$;
 
@@ -1204,7 +1212,7 @@ RETURNS integer LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $
     SELECT pg_catalog.count(*)::integer FROM counted;
 $$;
 
--- A census in one statement (by hand): every job counted in one step, published with the
+-- A census in one statement (by hand): every job counted in one pass, published with the
 -- last minute of deliveries given (queue names, deliveries, queue time p50 and p99 in seconds;
 -- NULL arrays leave those columns as they are). Returns the number of queues counted.
 -- Superusers only.
@@ -1218,7 +1226,13 @@ RETURNS integer LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $
                coalesce(pg_catalog.sum(c.jobs) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 2), 0)::bigint AS claimed,
                coalesce(pg_catalog.sum(c.jobs) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 3), 0)::bigint AS held,
                pg_catalog.min(c.since) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 0) AS oldest_ready
-        FROM jobbuf.census_step(0, NULL) c GROUP BY c.queue
+        FROM (SELECT j.queue, t.state, pg_catalog.count(*) AS jobs,
+                     pg_catalog.min(greatest(j.staged_at, j.run_at)) AS since
+              FROM jobbuf.jobs j
+              CROSS JOIN (SELECT jobbuf.installation_id() AS id, pg_catalog.now() AS now) o
+              CROSS JOIN LATERAL (SELECT jobbuf.job_state(j.owner, j.group_id, j.lease_until, j.run_at, o.id, o.now)) t(state)
+              GROUP BY j.queue, t.state) c
+        GROUP BY c.queue
     )
     SELECT jobbuf.publish_census(pg_catalog.array_agg(w.queue), pg_catalog.array_agg(w.ready),
                                  pg_catalog.array_agg(w.scheduled), pg_catalog.array_agg(w.claimed),
@@ -1226,6 +1240,7 @@ RETURNS integer LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $
                                  queues, delivered, p50_seconds, p99_seconds, pg_catalog.now())
     FROM waiting w;
 $$;
+REVOKE ALL ON FUNCTION jobbuf.job_state(uuid, uuid, timestamptz, timestamptz, uuid, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobbuf.census_step(bigint, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobbuf.publish_census(text[], bigint[], bigint[], bigint[], bigint[], timestamptz[], text[], bigint[], float8[], float8[], timestamptz) FROM PUBLIC;
 
