@@ -63,6 +63,7 @@ int walk_steps = 0;
 int64 walk_jobs = 0;
 TimestampTz walk_started = 0;
 long walk_spent_ms = 0;       // the walk's steps, added up
+double walk_longest_ms = 0;   // its longest step
 SPIPlanPtr step_plan = nullptr;
 SPIPlanPtr publish_plan = nullptr;
 TimestampTz next_census = 0;
@@ -286,6 +287,7 @@ void take_census_if_due(void)
         walk_jobs = 0;
         walk_started = started;
         walk_spent_ms = 0;
+        walk_longest_ms = 0;
     }
     walking = false;  // an error or a lock taken by DDL ends the walk: the next census starts anew
     if (strcmp(installed_extension_version(), kJobbufSqlVersion) != 0)
@@ -299,10 +301,13 @@ void take_census_if_due(void)
     if (done)
         publish_census();
     commit_worker_transaction();
-    walk_spent_ms += static_cast<long>((GetCurrentTimestamp() - started) / 1000);
+    double step_ms = static_cast<double>(GetCurrentTimestamp() - started) / 1000.0;
+    walk_spent_ms += static_cast<long>(step_ms);
+    walk_longest_ms = Max(walk_longest_ms, step_ms);
     walking = !done;
     if (walking)
         return;
-    ereport(DEBUG1, (errmsg("jobbuf: census of %lld jobs in %d steps", static_cast<long long>(walk_jobs), walk_steps)));
+    ereport(DEBUG1, (errmsg("jobbuf: census of %lld jobs in %d steps of %ld ms in all, the longest %.1f ms",
+                            static_cast<long long>(walk_jobs), walk_steps, walk_spent_ms, walk_longest_ms)));
     next_census = TimestampTzPlusMilliseconds(walk_started, Max(interval_ms, 10 * walk_spent_ms));
 }
