@@ -808,7 +808,7 @@ phase_scrape() {
   over=$(awk '$2 > 20000' "$JB_RUN/latency_scrape.txt" | wc -l)
   # "census of N jobs in K steps of T ms in all, the longest X ms", censuses of the whole backlog
   walks=$({ tail -n +"$logged" "$JB_RUN/postgres.log" | grep -o 'census of [0-9]* jobs in .* ms$' || true; } \
-    | awk -v n="$BENCH_SCRAPE_JOBS" '$3 >= n { print $6, $8, $14 }')
+    | awk -v n="$BENCH_SCRAPE_JOBS" '$3 >= n { print $6, $9, $15 }')
   [ -n "$walks" ] || fail "no census of the backlog logged during the probe"
   longest=$(echo "$walks" | awk '$3 > m { m = $3 } END { print m }')
   every=$(echo "$walks" | awk -v p="$(jb_sql "SELECT setting FROM pg_settings WHERE name = 'jobbuf.poll_interval'")" \
