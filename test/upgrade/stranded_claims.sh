@@ -67,6 +67,7 @@ expect_eq "the live group stays claimed, untouched" \
   "$(jb_sql "SELECT count(*) || ' ' || max(attempts) FROM jobbuf.jobs WHERE group_id = '$live' AND lease_until > now()")" "2 0"
 expect_eq "the live group completes with its 1.0 group id" "$(jb_sql "SELECT jobbuf_complete('$live')")" 2
 expect_eq "the expired group is fenced off (its jobs went to Redis)" "$(jb_sql "SELECT jobbuf_complete('$expired')")" 0
+wait_census || fail "no census of the worker after the groups completed"  # jobbuf_stats() counts as of it
 expect_eq "jobbuf_stats: delivered, nothing ready or claimed" \
   "$(jb_sql "SELECT string_agg(queue || ' ' || ready || ' ' || claimed || ' ' || delivered_total, ', ' ORDER BY queue) FROM jobbuf_stats()")" \
   "fragile 0 0 0, lst 0 0 3, sk 0 0 1, strm 0 0 1, uq 0 0 1"
