@@ -52,7 +52,8 @@ constexpr int kStepRows = 5000;
 struct QueueCount {
     char queue[NAMEDATALEN];  // hash key
     int64 jobs[4];            // by census_step's state: 0 ready, 1 scheduled, 2 claimed, 3 held
-    TimestampTz oldest_ready; // 0: no ready job seen
+    bool has_ready;           // a ready job was seen: oldest_ready is when the oldest became ready
+    TimestampTz oldest_ready;
 };
 
 HTAB* minutes = nullptr;
@@ -139,11 +140,13 @@ bool walk_step(void)
         auto* entry = static_cast<QueueCount*>(hash_search(walk_counts, queue, HASH_ENTER, &found));
         if (!found) {
             memset(entry->jobs, 0, sizeof(entry->jobs));
-            entry->oldest_ready = 0;
+            entry->has_ready = false;
         }
         entry->jobs[state] += jobs;
-        if (state == 0 && !no_since && (entry->oldest_ready == 0 || since < entry->oldest_ready))
+        if (state == 0 && !no_since && (!entry->has_ready || since < entry->oldest_ready)) {
+            entry->has_ready = true;
             entry->oldest_ready = since;
+        }
         counted += jobs;
     }
     walk_steps++;
@@ -219,8 +222,8 @@ void publish_census(void)
         queues[queue_count] = CStringGetTextDatum(entry->queue);
         for (int state = 0; state < 4; state++)
             by_state[state][queue_count] = Int64GetDatum(entry->jobs[state]);
-        oldest[queue_count] = TimestampTzGetDatum(entry->oldest_ready);
-        oldest_nulls[queue_count] = entry->oldest_ready == 0;
+        oldest[queue_count] = entry->has_ready ? TimestampTzGetDatum(entry->oldest_ready) : (Datum) 0;
+        oldest_nulls[queue_count] = !entry->has_ready;
         queue_count++;
     }
     int queue_dims[1] = {queue_count};
