@@ -68,7 +68,13 @@ if (b = num(r["scrape_before_ms"])) && (a = num(r["scrape_after_ms"]))
   add.("scrape: jobbuf_stats(), #{jobs} jobs waiting (ms)", a, "1.1 jobbuf_stats (counts jobs)", b, b / a, "O(queues): faster", a < b)
   pm = num(r["scrape_prom_ms"])
   add.("  exporter's queries (queues + worker) (ms)", pm, "1.1 jobbuf_stats (counts jobs)", b, b / pm, "(info)", nil) if pm
-  add.("  the worker's census (ms, every #{r["scrape_census_every_s"]} s)", num(r["scrape_census_ms"]), "1.1 jobbuf_stats (counts jobs)", b, nil, "(info)", nil)
+  add.("  the census in one statement (ms)", num(r["scrape_census_ms"]), "1.1 jobbuf_stats (counts jobs)", b, nil, "(info)", nil)
+  if (st = num(r["scrape_step_ms"])) && (c = num(r["scrape_census_ms"]))
+    add.("  the worker's longest census step (ms, census every #{r["scrape_census_every_s"]} s)", st, "the census in one step", c, c / st, "<= 20 ms", st <= 20)
+    lm = num(r["scrape_lat_max"])
+    add.("  a live queue's latency p99 meanwhile (ms)", num(r["scrape_lat_p99"]), "", nil, nil, "(info)", nil) if num(r["scrape_lat_p99"])
+    add.("  a live queue's latency max meanwhile (ms, #{r["scrape_lat_over20"]} samples over 20 ms)", lm, "the census in one step", c, c / lm, "(info)", nil) if lm
+  end
 end
 if num(r["lat_idle_p50"])
   add.("latency idle p50 (ms)", num(r["lat_idle_p50"]), "target", 1.0, num(r["lat_idle_p50"]) / 1.0, "<= 1 ms", num(r["lat_idle_p50"]) <= 1.0)

@@ -31,6 +31,8 @@
 #   BENCH_SCRAPE_JOBS [1000000]   the backlog (a paused queue) of the "scrape" phase: what one metrics scrape
 #                                  costs, 1.1's jobbuf_stats (counts jobs) vs 1.2's (reads the worker's census)
 #   BENCH_SCRAPE_CALLS [20]        calls of each query in the "scrape" phase (the table shows the mean)
+#   BENCH_SCRAPE_PROBE_SECONDS [20] the "scrape" phase's latency probe of a live queue while the worker
+#                                  counts the backlog (its longest pause: one census step vs the census in one step)
 #   BENCH_QUEUES [10 10000]        queue counts of the "queues" phase (idle worker CPU, commit -> Redis latency)
 #   BENCH_QUEUES_SECONDS [10]      each idle CPU measurement of the "queues" phase
 #   BENCH_BUILD [1]                0: skip `make && make install` (use the installed extension)
@@ -51,6 +53,7 @@ BENCH_SUSTAIN_RATE=${BENCH_SUSTAIN_RATE:-}
 BENCH_FSYNC=${BENCH_FSYNC:-off}
 BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients scrape queues}
 BENCH_SCRAPE_JOBS=${BENCH_SCRAPE_JOBS:-1000000}
+BENCH_SCRAPE_PROBE_SECONDS=${BENCH_SCRAPE_PROBE_SECONDS:-20}
 BENCH_SCRAPE_CALLS=${BENCH_SCRAPE_CALLS:-20}
 BENCH_QUEUES=${BENCH_QUEUES:-10 10000}
 BENCH_QUEUES_SECONDS=${BENCH_QUEUES_SECONDS:-10}
@@ -778,7 +781,8 @@ query_ms() {
 
 phase_scrape() {
   say "scrape: one metrics scrape with a backlog of $BENCH_SCRAPE_JOBS jobs (a paused queue), ${BENCH_SCRAPE_CALLS} calls each"
-  local old_sql before after prom census every
+  local old_sql before after prom census every step out n p50 p99 max over
+  worker_enabled on
   jb_psql -q -o /dev/null -c "SELECT jobbuf_create_queue('bench_scrape', 'list')" -c "SELECT jobbuf_pause('bench_scrape')"
   prestage jobbuf.jobs bench_scrape "$BENCH_SCRAPE_JOBS"
   jb_wait_until "[ \"\$(jb_sql \"SELECT ready FROM jobbuf_stats() WHERE queue = 'bench_scrape'\")\" = $BENCH_SCRAPE_JOBS ]" 120 \
@@ -790,12 +794,35 @@ phase_scrape() {
   after=$(query_ms "SELECT * FROM jobbuf_stats();")
   prom=$(query_ms "SELECT * FROM jobbuf_prometheus_queues(); SELECT * FROM jobbuf_prometheus_worker();")
   census=$(query_ms "SELECT jobbuf.take_census();")
-  every=$(awk -v c="$census" -v p="$(jb_sql "SELECT setting FROM pg_settings WHERE name = 'jobbuf.poll_interval'")" \
-    'BEGIN { i = p < 1000 ? p : 1000; if (10 * c > i) i = 10 * c; printf "%.1f", i / 1000 }')
   echo "1.1 jobbuf_stats (counts $BENCH_SCRAPE_JOBS jobs): $before ms; 1.2 jobbuf_stats: $after ms; exporter queries: $prom ms"
-  echo "the worker's census: $census ms, so taken every $every s"
+  # The worker's pause for a census: 1.1-style, the whole census in one statement (what
+  # take_census() does by hand); 1.2's worker walks it in steps of 5000 jobs between its rounds,
+  # each a jobbuf.census_step in the middle of the backlog, and a live queue's commit → Redis
+  # latency shows what the walk costs its deliveries.
+  step=$(query_ms "SELECT count(*) FROM jobbuf.census_step((SELECT min(id) + $BENCH_SCRAPE_JOBS / 2 FROM jobbuf.jobs WHERE queue = 'bench_scrape'), 5000);")
+  echo "the census in one statement: $census ms; one step of 5000 jobs (by hand): $step ms"
+  # The worker says, at DEBUG1, how many steps each census took and its longest step.
+  local logged walks longest
+  logged=$(wc -l <"$JB_RUN/postgres.log")
+  jb_sql "ALTER SYSTEM SET log_min_messages = debug1" >/dev/null; jb_sql "SELECT pg_reload_conf()" >/dev/null
+  out=$("$LATENCY_PROBE" bench_lat jobbuf:bench_lat "$JB_REDIS_PORT" --seconds "$BENCH_SCRAPE_PROBE_SECONDS" --interval-ms 2 \
+    --out "$JB_RUN/latency_scrape.txt") || fail "latency probe (scrape)"
+  jb_sql "ALTER SYSTEM RESET log_min_messages" >/dev/null; jb_sql "SELECT pg_reload_conf()" >/dev/null
+  read -r n p50 p99 max <<<"$out"
+  over=$(awk '$2 > 20000' "$JB_RUN/latency_scrape.txt" | wc -l)
+  # "census of N jobs in K steps of T ms in all, the longest X ms", censuses of the whole backlog
+  walks=$({ tail -n +"$logged" "$JB_RUN/postgres.log" | grep -o 'census of [0-9]* jobs in .* ms$' || true; } \
+    | awk -v n="$BENCH_SCRAPE_JOBS" '$3 >= n { print $6, $9, $15 }')
+  [ -n "$walks" ] || fail "no census of the backlog logged during the probe"
+  longest=$(echo "$walks" | awk '$3 > m { m = $3 } END { print m }')
+  every=$(echo "$walks" | awk -v p="$(jb_sql "SELECT setting FROM pg_settings WHERE name = 'jobbuf.poll_interval'")" \
+    '{ t = $2 } END { i = p < 1000 ? p : 1000; if (10 * t > i) i = 10 * t; printf "%.1f", i / 1000 }')
+  echo "the worker's censuses meanwhile (steps, ms in all, longest step ms): $(echo "$walks" | paste -sd ';'); taken every $every s"
+  echo "a live queue meanwhile ($n samples over ${BENCH_SCRAPE_PROBE_SECONDS}s): p50 ${p50} ms, p99 ${p99} ms, max ${max} ms, $over over 20 ms"
+  result scrape_step_ms "$longest"; result scrape_census_every_s "$every"
+  result scrape_lat_p99 "$p99"; result scrape_lat_max "$max"; result scrape_lat_over20 "$over"
   result scrape_jobs "$BENCH_SCRAPE_JOBS"; result scrape_before_ms "$before"; result scrape_after_ms "$after"
-  result scrape_prom_ms "$prom"; result scrape_census_ms "$census"; result scrape_census_every_s "$every"
+  result scrape_prom_ms "$prom"; result scrape_census_ms "$census"
   jb_sql "SELECT jobbuf_drop_queue('bench_scrape', force => true)" >/dev/null 2>&1 || jb_sql "DELETE FROM jobbuf.jobs WHERE queue = 'bench_scrape'" >/dev/null
 }
 

@@ -403,6 +403,9 @@ END $$;
 -- delivery marker of its own. Returns the new identity.
 CREATE FUNCTION jobbuf_reset_identity()
 RETURNS uuid LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    -- A statement on jobbuf.queues makes the worker reload when this commits, reading the new
+    -- identity (its lease, marker and connection name follow it).
+    UPDATE jobbuf.queues SET paused = paused WHERE false;
     UPDATE jobbuf.installation
     SET id = pg_catalog.gen_random_uuid(), created_at = pg_catalog.now(),
         database_oid = (SELECT d.oid FROM pg_catalog.pg_database d
@@ -1031,7 +1034,7 @@ RETURNS integer LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $
             delivered_last_minute = CASE WHEN queues IS NULL THEN s.delivered_last_minute ELSE coalesce(m.delivered, 0) END,
             queue_time_p50 = CASE WHEN queues IS NULL THEN s.queue_time_p50 ELSE pg_catalog.make_interval(secs => m.p50) END,
             queue_time_p99 = CASE WHEN queues IS NULL THEN s.queue_time_p99 ELSE pg_catalog.make_interval(secs => m.p99) END,
-            census_at = pg_catalog.now(), census_by = jobbuf.installation_id()
+            census_at = started_at, census_by = jobbuf.installation_id()
         FROM counted_queues s0
         LEFT JOIN waiting w ON w.queue OPERATOR(pg_catalog.=) s0.queue
         LEFT JOIN dead d ON d.queue OPERATOR(pg_catalog.=) s0.queue
@@ -1348,10 +1351,6 @@ DECLARE
 BEGIN
     DELETE FROM jobbuf.jobs j USING jobbuf.held_jobs_of(jobbuf_discard_restored.queue) h WHERE j.id OPERATOR(pg_catalog.=) h.id;
     GET DIAGNOSTICS discarded = ROW_COUNT;
-    IF discarded OPERATOR(pg_catalog.>) 0 THEN
-        -- A statement on jobbuf.queues makes the worker count the held jobs again at commit.
-        UPDATE jobbuf.queues SET paused = paused WHERE false;
-    END IF;
     DELETE FROM jobbuf.dead d USING jobbuf.held_dead_letters_of(jobbuf_discard_restored.queue) h WHERE d.id OPERATOR(pg_catalog.=) h.id;
     GET DIAGNOSTICS dead_letters = ROW_COUNT;
     RETURN discarded OPERATOR(pg_catalog.+) dead_letters;
@@ -1363,6 +1362,138 @@ ALTER FUNCTION jobbuf_fail(uuid, text, bigint[]) SECURITY DEFINER;
 ALTER FUNCTION jobbuf_retry_dead(text, bigint[]) SECURITY DEFINER;
 ALTER FUNCTION jobbuf_release_restored(text) SECURITY DEFINER;
 ALTER FUNCTION jobbuf_discard_restored(text) SECURITY DEFINER;
+
+-- The census in bounded steps: the worker walks jobbuf.jobs in steps between its delivery
+-- batches (docs/operations.md, "Where the counts come from").
+-- The census: the worker's count of each queue's jobs, kept in jobbuf.queue_stats so that
+-- jobbuf_stats() and jobbuf_queue_metrics() read one row per queue instead of counting jobs.
+-- The drain worker walks jobbuf.jobs in steps of jobbuf.census_step between its delivery
+-- batches, adds the steps' counts up in its memory and publishes them with
+-- jobbuf.publish_census when the walk reaches the end (src/worker/queue_census.cpp);
+-- jobbuf.take_census() does the same in one statement. Every job of jobbuf.jobs is counted in
+-- exactly one state: 3 held (its owner is not this installation, 60_copies.sql), 2 claimed (its
+-- group holds a lease), 0 ready (due and not claimed, or its lease expired: a claim takes it),
+-- 1 scheduled (due later). since: when the oldest job of the row became ready,
+-- greatest(staged_at, run_at). last_id: its largest id.
+
+-- A job's state for the census, as the installation own sees it at now. Inlined into the
+-- queries that call it (no SET clause: it names only pg_catalog's operators, schema-qualified).
+CREATE FUNCTION jobbuf.job_state(owner uuid, group_id uuid, lease_until timestamptz, run_at timestamptz,
+                                 own uuid, now timestamptz)
+RETURNS integer LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN owner OPERATOR(pg_catalog.<>) own THEN 3
+                WHEN group_id IS NOT NULL AND lease_until OPERATOR(pg_catalog.>) now THEN 2
+                WHEN run_at OPERATOR(pg_catalog.<=) now THEN 0
+                ELSE 1 END;
+$$;
+
+-- One step: the jobs after id "after" (ids start at 1) in id order (jobs_pkey), at most
+-- step_rows of them (all when NULL), counted per queue and state, the identity and now() read
+-- once.
+CREATE FUNCTION jobbuf.census_step(after bigint, step_rows integer)
+RETURNS TABLE (queue text, state integer, jobs bigint, since timestamptz, last_id bigint)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    WITH own AS (
+        SELECT jobbuf.installation_id() AS id, pg_catalog.now() AS now
+    ), walked AS (
+        SELECT j.id, j.queue, j.owner, j.group_id, j.lease_until, j.run_at, j.staged_at
+        FROM jobbuf.jobs j WHERE j.id OPERATOR(pg_catalog.>) after ORDER BY j.id LIMIT step_rows
+    )
+    SELECT j.queue, t.state, pg_catalog.count(*), pg_catalog.min(greatest(j.staged_at, j.run_at)),
+           pg_catalog.max(j.id)
+    FROM walked j CROSS JOIN own o
+    CROSS JOIN LATERAL (SELECT jobbuf.job_state(j.owner, j.group_id, j.lease_until, j.run_at, o.id, o.now)) t(state)
+    GROUP BY j.queue, t.state;
+$$;
+
+-- Publishes a census: per queue (queues[i]) its ready, scheduled, claimed and held jobs and
+-- when its oldest ready job became ready (a queue the arrays do not name has none), with the
+-- dead letters of jobbuf.dead counted now; and the worker's last minute of deliveries per queue
+-- (minute_queues, deliveries, queue time p50 and p99 in seconds; NULL arrays leave those
+-- columns as they are). Consumer failures that jobbuf_fail appended to jobbuf.consumer_failures
+-- are moved into consumer_failed_total. census_at: started_at, when the census began (every job
+-- committed before then and still there at its end is counted). Returns the number of queues
+-- counted. Superusers only (the worker).
+CREATE FUNCTION jobbuf.publish_census(queues text[], ready bigint[], scheduled bigint[], claimed bigint[],
+                                      held bigint[], oldest_ready timestamptz[], minute_queues text[],
+                                      delivered bigint[], p50_seconds float8[], p99_seconds float8[],
+                                      started_at timestamptz)
+RETURNS integer LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+    WITH waiting AS (
+        SELECT w.queue, w.ready, w.scheduled, w.claimed, w.held, w.oldest_ready
+        FROM ROWS FROM (pg_catalog.unnest(queues), pg_catalog.unnest(ready), pg_catalog.unnest(scheduled),
+                        pg_catalog.unnest(claimed), pg_catalog.unnest(held), pg_catalog.unnest(oldest_ready))
+             AS w(queue, ready, scheduled, claimed, held, oldest_ready)
+    ), dead AS (
+        SELECT d.queue, pg_catalog.count(*) AS dead FROM jobbuf.dead d GROUP BY d.queue
+    ), counted_queues AS (
+        -- A row another transaction holds (a manual census in a long transaction) is counted
+        -- next time: the worker never waits for it.
+        SELECT l.queue FROM jobbuf.queue_stats l FOR UPDATE SKIP LOCKED
+    ), folded AS (
+        -- The failures of the queues counted now, and those of dropped queues.
+        DELETE FROM jobbuf.consumer_failures f
+        WHERE f.queue OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT cq.queue FROM counted_queues cq))
+           OR NOT EXISTS (SELECT 1 FROM jobbuf.queue_stats e WHERE e.queue OPERATOR(pg_catalog.=) f.queue)
+        RETURNING f.queue, f.failed
+    ), failures AS (
+        SELECT f.queue, pg_catalog.sum(f.failed)::bigint AS failed FROM folded f GROUP BY f.queue
+    ), minute AS (
+        SELECT m.queue, m.delivered, m.p50, m.p99
+        FROM ROWS FROM (pg_catalog.unnest(minute_queues), pg_catalog.unnest(delivered),
+                        pg_catalog.unnest(p50_seconds), pg_catalog.unnest(p99_seconds)) AS m(queue, delivered, p50, p99)
+    ), counted AS (
+        UPDATE jobbuf.queue_stats s
+        SET ready = coalesce(w.ready, 0), scheduled = coalesce(w.scheduled, 0),
+            claimed = coalesce(w.claimed, 0), held = coalesce(w.held, 0), dead = coalesce(d.dead, 0),
+            oldest_ready_at = w.oldest_ready,
+            consumer_failed_total = s.consumer_failed_total OPERATOR(pg_catalog.+) coalesce(f.failed, 0),
+            delivered_last_minute = CASE WHEN minute_queues IS NULL THEN s.delivered_last_minute ELSE coalesce(m.delivered, 0) END,
+            queue_time_p50 = CASE WHEN minute_queues IS NULL THEN s.queue_time_p50 ELSE pg_catalog.make_interval(secs => m.p50) END,
+            queue_time_p99 = CASE WHEN minute_queues IS NULL THEN s.queue_time_p99 ELSE pg_catalog.make_interval(secs => m.p99) END,
+            census_at = started_at, census_by = jobbuf.installation_id()
+        FROM counted_queues s0
+        LEFT JOIN waiting w ON w.queue OPERATOR(pg_catalog.=) s0.queue
+        LEFT JOIN dead d ON d.queue OPERATOR(pg_catalog.=) s0.queue
+        LEFT JOIN failures f ON f.queue OPERATOR(pg_catalog.=) s0.queue
+        LEFT JOIN minute m ON m.queue OPERATOR(pg_catalog.=) s0.queue
+        WHERE s.queue OPERATOR(pg_catalog.=) s0.queue
+        RETURNING s.queue
+    )
+    SELECT pg_catalog.count(*)::integer FROM counted;
+$$;
+
+-- A census in one statement (by hand): every job counted in one pass, published with the
+-- last minute of deliveries given (queue names, deliveries, queue time p50 and p99 in seconds;
+-- NULL arrays leave those columns as they are). Returns the number of queues counted.
+-- Superusers only.
+CREATE OR REPLACE FUNCTION jobbuf.take_census(queues text[] DEFAULT NULL, delivered bigint[] DEFAULT NULL,
+                                   p50_seconds float8[] DEFAULT NULL, p99_seconds float8[] DEFAULT NULL)
+RETURNS integer LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
+    WITH waiting AS (
+        SELECT c.queue,
+               coalesce(pg_catalog.sum(c.jobs) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 0), 0)::bigint AS ready,
+               coalesce(pg_catalog.sum(c.jobs) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 1), 0)::bigint AS scheduled,
+               coalesce(pg_catalog.sum(c.jobs) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 2), 0)::bigint AS claimed,
+               coalesce(pg_catalog.sum(c.jobs) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 3), 0)::bigint AS held,
+               pg_catalog.min(c.since) FILTER (WHERE c.state OPERATOR(pg_catalog.=) 0) AS oldest_ready
+        FROM (SELECT j.queue, t.state, pg_catalog.count(*) AS jobs,
+                     pg_catalog.min(greatest(j.staged_at, j.run_at)) AS since
+              FROM jobbuf.jobs j
+              CROSS JOIN (SELECT jobbuf.installation_id() AS id, pg_catalog.now() AS now) o
+              CROSS JOIN LATERAL (SELECT jobbuf.job_state(j.owner, j.group_id, j.lease_until, j.run_at, o.id, o.now)) t(state)
+              GROUP BY j.queue, t.state) c
+        GROUP BY c.queue
+    )
+    SELECT jobbuf.publish_census(pg_catalog.array_agg(w.queue), pg_catalog.array_agg(w.ready),
+                                 pg_catalog.array_agg(w.scheduled), pg_catalog.array_agg(w.claimed),
+                                 pg_catalog.array_agg(w.held), pg_catalog.array_agg(w.oldest_ready),
+                                 queues, delivered, p50_seconds, p99_seconds, pg_catalog.now())
+    FROM waiting w;
+$$;
+REVOKE ALL ON FUNCTION jobbuf.job_state(uuid, uuid, timestamptz, timestamptz, uuid, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobbuf.census_step(bigint, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobbuf.publish_census(text[], bigint[], bigint[], bigint[], bigint[], timestamptz[], text[], bigint[], float8[], float8[], timestamptz) FROM PUBLIC;
 
 -- Keep this statement last.
 -- Wakes the drain worker when this update commits: a worker running the 1.2 library against 1.1

@@ -51,10 +51,6 @@ DECLARE
 BEGIN
     DELETE FROM jobbuf.jobs j USING jobbuf.held_jobs_of(jobbuf_discard_restored.queue) h WHERE j.id OPERATOR(pg_catalog.=) h.id;
     GET DIAGNOSTICS discarded = ROW_COUNT;
-    IF discarded OPERATOR(pg_catalog.>) 0 THEN
-        -- A statement on jobbuf.queues makes the worker count the held jobs again at commit.
-        UPDATE jobbuf.queues SET paused = paused WHERE false;
-    END IF;
     DELETE FROM jobbuf.dead d USING jobbuf.held_dead_letters_of(jobbuf_discard_restored.queue) h WHERE d.id OPERATOR(pg_catalog.=) h.id;
     GET DIAGNOSTICS dead_letters = ROW_COUNT;
     RETURN discarded OPERATOR(pg_catalog.+) dead_letters;
@@ -67,6 +63,9 @@ END $$;
 -- delivery marker of its own. Returns the new identity.
 CREATE FUNCTION jobbuf_reset_identity()
 RETURNS uuid LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    -- A statement on jobbuf.queues makes the worker reload when this commits, reading the new
+    -- identity (its lease, marker and connection name follow it).
+    UPDATE jobbuf.queues SET paused = paused WHERE false;
     UPDATE jobbuf.installation
     SET id = pg_catalog.gen_random_uuid(), created_at = pg_catalog.now(),
         database_oid = (SELECT d.oid FROM pg_catalog.pg_database d

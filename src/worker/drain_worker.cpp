@@ -16,7 +16,6 @@
 #include "worker/queue_census.h"
 #include "worker/storage_rotation.h"
 #include "worker/guarded_call.h"
-#include "worker/held_jobs.h"
 #include "worker/pass_schedule.h"
 #include "worker/pending_queues.h"
 #include "worker/queue_failures.h"
@@ -294,10 +293,6 @@ int load_pass(ActiveQueue** queues, bool reload, bool* reloaded)
     report_recovered(ProblemKind::Config, "the jobbuf extension is installed and up to date; delivering");
     if (*reloaded)
         retry_failing_queues_now();
-    if (*reloaded && !run_guarded([] { note_held_jobs(); })) {
-        database_failed();
-        return -1;
-    }
     if (jobbuf::redis::drain_session_set_marker_key(state->ctx.session, marker_key()))
         state->reconcile_needed = true;
     char client_name[sizeof(state->client_name)];

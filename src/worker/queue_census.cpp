@@ -9,6 +9,7 @@
 #include "name_hash.h"
 #include "settings.h"
 #include "worker/active_queues.h"
+#include "worker/held_jobs.h"
 #include "worker/queue_census.h"
 #include "worker/worker_transaction.h"
 
@@ -45,8 +46,28 @@ struct QueueMinute {
     MinuteSlot slots[kSlots];
 };
 
+// The walk: a census counts kStepRows jobs of jobbuf.jobs per step (jobbuf.census_step), one
+// step between two of the worker's rounds, adding them up per queue until a step finds fewer.
+constexpr int kStepRows = 5000;
+
+struct QueueCount {
+    char queue[NAMEDATALEN];  // hash key
+    int64 jobs[4];            // by census_step's state: 0 ready, 1 scheduled, 2 claimed, 3 held
+    bool has_ready;           // a ready job was seen: oldest_ready is when the oldest became ready
+    TimestampTz oldest_ready;
+};
+
 HTAB* minutes = nullptr;
-SPIPlanPtr census_plan = nullptr;
+HTAB* walk_counts = nullptr;  // per queue; emptied when a walk starts
+bool walking = false;         // a walk is under way (its next step is due at once)
+int64 walk_after = 0;         // the largest id the walk counted
+int walk_steps = 0;
+int64 walk_jobs = 0;
+TimestampTz walk_started = 0;
+long walk_spent_ms = 0;       // the walk's steps, added up
+double walk_longest_ms = 0;   // its longest step
+SPIPlanPtr step_plan = nullptr;
+SPIPlanPtr publish_plan = nullptr;
 TimestampTz next_census = 0;
 
 int bucket_of(double seconds)
@@ -98,10 +119,40 @@ double percentile(const uint32* waited, int64 jobs, double q)
     return bucket_seconds(kBuckets - 1);
 }
 
-void prepare_census_plan(void)
+// One step of the walk: adds the counts of the next kStepRows jobs; true when it reached the end.
+bool walk_step(void)
 {
-    Oid types[4] = {TEXTARRAYOID, INT8ARRAYOID, FLOAT8ARRAYOID, FLOAT8ARRAYOID};
-    kept_plan(&census_plan, "SELECT jobbuf.take_census($1, $2, $3, $4)", 4, types);
+    Oid types[2] = {INT8OID, INT4OID};
+    kept_plan(&step_plan, "SELECT queue, state, jobs, since, last_id FROM jobbuf.census_step($1, $2)", 2, types);
+    Datum args[2] = {Int64GetDatum(walk_after), Int32GetDatum(kStepRows)};
+    execute_kept(step_plan, args, "  ", true, SPI_OK_SELECT, "queue census step");
+    int64 counted = 0;
+    for (uint64 i = 0; i < SPI_processed; i++) {
+        HeapTuple tuple = SPI_tuptable->vals[i];
+        TupleDesc desc = SPI_tuptable->tupdesc;
+        bool isnull = false;
+        char* queue = TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull));
+        int state = DatumGetInt32(SPI_getbinval(tuple, desc, 2, &isnull));
+        int64 jobs = DatumGetInt64(SPI_getbinval(tuple, desc, 3, &isnull));
+        TimestampTz since = DatumGetTimestampTz(SPI_getbinval(tuple, desc, 4, &isnull));
+        bool no_since = isnull;
+        walk_after = Max(walk_after, DatumGetInt64(SPI_getbinval(tuple, desc, 5, &isnull)));
+        bool found = false;
+        auto* entry = static_cast<QueueCount*>(hash_search(walk_counts, queue, HASH_ENTER, &found));
+        if (!found) {
+            memset(entry->jobs, 0, sizeof(entry->jobs));
+            entry->has_ready = false;
+        }
+        entry->jobs[state] += jobs;
+        if (state == 0 && !no_since && (!entry->has_ready || since < entry->oldest_ready)) {
+            entry->has_ready = true;
+            entry->oldest_ready = since;
+        }
+        counted += jobs;
+    }
+    walk_steps++;
+    walk_jobs += counted;
+    return counted < kStepRows;
 }
 
 // Whether jobbuf.consumer_failures can be locked as the census needs without waiting (the other
@@ -113,8 +164,8 @@ bool lock_consumer_failures(void)
     return OidIsValid(relid) && ConditionalLockRelationOid(relid, RowExclusiveLock);
 }
 
-// One census: the minute of every queue the worker delivered to, as arrays for take_census.
-void run_census(void)
+// Publishes the walk's counts with the minute of every queue the worker delivered to.
+void publish_census(void)
 {
     int64 this_slot = static_cast<int64>(now_epoch_seconds() / kSlotSeconds);
     long n = minutes != nullptr ? hash_get_num_entries(minutes) : 0;
@@ -157,14 +208,49 @@ void run_census(void)
     }
     int dims[1] = {count};
     int lbs[1] = {1};
-    Datum values[4] = {
+
+    long q = hash_get_num_entries(walk_counts);
+    Datum* queues = static_cast<Datum*>(palloc(sizeof(Datum) * (q + 1)));
+    Datum* by_state[4];
+    for (auto& column : by_state)
+        column = static_cast<Datum*>(palloc(sizeof(Datum) * (q + 1)));
+    Datum* oldest = static_cast<Datum*>(palloc(sizeof(Datum) * (q + 1)));
+    bool* oldest_nulls = static_cast<bool*>(palloc(sizeof(bool) * (q + 1)));
+    int queue_count = 0;
+    int64 held = 0, held_queues = 0;
+    HASH_SEQ_STATUS walked;
+    hash_seq_init(&walked, walk_counts);
+    while (auto* entry = static_cast<QueueCount*>(hash_seq_search(&walked))) {
+        queues[queue_count] = CStringGetTextDatum(entry->queue);
+        for (int state = 0; state < 4; state++)
+            by_state[state][queue_count] = Int64GetDatum(entry->jobs[state]);
+        oldest[queue_count] = entry->has_ready ? TimestampTzGetDatum(entry->oldest_ready) : (Datum) 0;
+        oldest_nulls[queue_count] = !entry->has_ready;
+        held += entry->jobs[3];
+        held_queues += entry->jobs[3] > 0 ? 1 : 0;
+        queue_count++;
+    }
+    int queue_dims[1] = {queue_count};
+    auto int8_array = [&](Datum* elements) {
+        return PointerGetDatum(construct_array(elements, queue_count, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+    };
+    Datum values[11] = {
+        PointerGetDatum(construct_array(queues, queue_count, TEXTOID, -1, false, TYPALIGN_INT)),
+        int8_array(by_state[0]), int8_array(by_state[1]), int8_array(by_state[2]), int8_array(by_state[3]),
+        PointerGetDatum(construct_md_array(oldest, oldest_nulls, 1, queue_dims, lbs, TIMESTAMPTZOID, 8,
+                                           FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
         PointerGetDatum(construct_array(names, count, TEXTOID, -1, false, TYPALIGN_INT)),
         PointerGetDatum(construct_array(delivered, count, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
         PointerGetDatum(construct_md_array(p50, p_nulls, 1, dims, lbs, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
-        PointerGetDatum(construct_md_array(p99, p_nulls, 1, dims, lbs, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE))};
-    char nulls[4] = {' ', ' ', ' ', ' '};
-    prepare_census_plan();
-    execute_kept(census_plan, values, nulls, false, SPI_OK_SELECT, "queue census");
+        PointerGetDatum(construct_md_array(p99, p_nulls, 1, dims, lbs, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
+        TimestampTzGetDatum(walk_started)};
+    char nulls[12] = "           ";
+    Oid types[11] = {TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID,
+                     TEXTARRAYOID, INT8ARRAYOID, FLOAT8ARRAYOID, FLOAT8ARRAYOID, TIMESTAMPTZOID};
+    kept_plan(&publish_plan, "SELECT jobbuf.publish_census($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)", 11,
+              types);
+    execute_kept(publish_plan, values, nulls, false, SPI_OK_SELECT, "queue census");
+    note_held_count(held, held_queues);
 }
 
 }  // namespace
@@ -187,6 +273,8 @@ void note_delivered_count(const char* queue, int64 count, double now)
 
 long census_due_in_ms(void)
 {
+    if (walking)
+        return 0;  // its next step after the next round
     TimestampTz now = GetCurrentTimestamp();
     return next_census <= now ? 0 : static_cast<long>((next_census - now) / 1000) + 1;
 }
@@ -194,10 +282,22 @@ long census_due_in_ms(void)
 void take_census_if_due(void)
 {
     TimestampTz started = GetCurrentTimestamp();
-    if (started < next_census || RecoveryInProgress())
+    if (RecoveryInProgress() || (!walking && started < next_census))
         return;
     long interval_ms = Min(jobbuf_poll_interval, 1000);
-    next_census = TimestampTzPlusMilliseconds(started, interval_ms);  // also after an error
+    if (!walking) {
+        next_census = TimestampTzPlusMilliseconds(started, interval_ms);  // also after an error
+        if (walk_counts != nullptr)
+            hash_destroy(walk_counts);
+        walk_counts = create_name_hash("jobbuf census walk", sizeof(QueueCount), 16);
+        walk_after = 0;
+        walk_steps = 0;
+        walk_jobs = 0;
+        walk_started = started;
+        walk_spent_ms = 0;
+        walk_longest_ms = 0;
+    }
+    walking = false;  // an error or a lock taken by DDL ends the walk: the next census starts anew
     if (strcmp(installed_extension_version(), kJobbufSqlVersion) != 0)
         return;  // no extension, or SQL older than the library: nothing to count into
     begin_worker_transaction("jobbuf: counting the queues' jobs");
@@ -205,8 +305,17 @@ void take_census_if_due(void)
         abort_worker_transaction();  // DDL holds them: counted at the next census
         return;
     }
-    run_census();
+    bool done = walk_step();
+    if (done)
+        publish_census();
     commit_worker_transaction();
-    long took_ms = static_cast<long>((GetCurrentTimestamp() - started) / 1000);
-    next_census = TimestampTzPlusMilliseconds(started, Max(interval_ms, 10 * took_ms));
+    double step_ms = static_cast<double>(GetCurrentTimestamp() - started) / 1000.0;
+    walk_spent_ms += static_cast<long>(step_ms);
+    walk_longest_ms = Max(walk_longest_ms, step_ms);
+    walking = !done;
+    if (walking)
+        return;
+    ereport(DEBUG1, (errmsg("jobbuf: census of %lld jobs in %d steps of %ld ms in all, the longest %.1f ms",
+                            static_cast<long long>(walk_jobs), walk_steps, walk_spent_ms, walk_longest_ms)));
+    next_census = TimestampTzPlusMilliseconds(walk_started, Max(interval_ms, 10 * walk_spent_ms));
 }
