@@ -1,6 +1,6 @@
 // Postgres regime: the few server calls whose shape differs between the PostgreSQL majors jobbuf
-// builds against (15, 17, 18; 19 as a preview), each behind one named helper, so that no logic file carries a
-// version test. Include it after pg_includes.h. What changed, and in which major:
+// builds against (15, 17, 18; 19 as a preview), each behind one named helper, so that no logic
+// file carries a version test. Include it after pg_includes.h. What changed, and in which major:
 //  * 16: pg_database_ownercheck() and pg_extension_ownercheck() became object_ownercheck();
 //  * 16: a range table entry's permissions moved to RTEPermissionInfo: ExecCheckRTPerms() became
 //        ExecCheckPermissions(), and ExecInitRangeTable() takes the permission list;

@@ -25,8 +25,9 @@ install_release() {
     rm -rf "$dir" && mkdir -p "$dir"
     git -C "$E2E_ROOT" archive "$commit" | tar -x -C "$dir"
     say "building jobbuf $1 from commit $commit"
-    # The release predates PostgreSQL 16 (and OpenSSL 3.5): on a later major it is built with the
-    # calls that changed named through src/pg_compat.h, as the current source does, and nothing else.
+    # The release predates PostgreSQL 16 (and OpenSSL 3.5): on a later major (16 to 19) it is built
+    # with the calls that changed named through src/pg_compat.h, as the current source does, and
+    # nothing else.
     if [ "$(pg_config --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')" -ge 16 ]; then
       say "jobbuf $1 as released does not build on $(pg_config --version): building it with test/upgrade/compat/$1.patch (src/pg_compat.h only)"
       patch -s -d "$dir" -p1 <"$E2E_ROOT/test/upgrade/compat/$1.patch" || { fail "test/upgrade/compat/$1.patch applies to commit $commit"; return 1; }
