@@ -177,7 +177,8 @@ if ARGV[0] == "--majors"
         cells[[figure, "  #{target}"]][major] = met
         next
       end
-      cells[[figure, "  #{cmp_name}"]][major] = cmp if cmp != "-"
+      # a sub-figure ("  same, ...") is compared with its figure's comparison, shown above it
+      cells[[figure, "  #{cmp_name}"]][major] = cmp if cmp != "-" && !figure.start_with?(" ")
       cells[[figure, "  ratio, #{target}"]][major] = met == "NO" ? "#{ratio} NO" : ratio if ratio != "-"
     end
   end

@@ -115,8 +115,9 @@ in_root() {  # DIR CMD...
     LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=dumb DEBIAN_FRONTEND=noninteractive "$@"
 }
 
-# pgTAP for a major Debian has no postgresql-<major>-pgtap for yet: the SQL-only extension files of
-# the suite's newest postgresql-<n>-pgtap, unpacked (not installed: that would pull in server n).
+# pgTAP for a major that Debian packages no postgresql-<major>-pgtap for yet: the extension files
+# (SQL only) of the suite's newest postgresql-<n>-pgtap, unpacked (installing it would pull in
+# server n).
 copy_pgtap() {
   local dir=$1 pkg
   pkg=$(in_root "$dir" apt-cache search --names-only '^postgresql-[0-9]+-pgtap$' | awk '{print $1}' | sort -V | tail -n 1)
@@ -168,7 +169,7 @@ make_root() {
       not_tested "$EXTRA_SUITE packages ${EXTRA_PACKAGES[*]} could not be installed (${why:-see $log})"
     fi
     [ "$EXTRA_SUITE" != experimental ] || copy_pgtap "$dir.new" >>"$log" 2>&1 ||
-      { unbind_mounts "$dir.new"; rm -rf "$dir.new"; not_tested "pgTAP could not be copied from forky (see $log)"; }
+      { unbind_mounts "$dir.new"; rm -rf "$dir.new"; not_tested "pgTAP could not be copied from $SUITE (see $log)"; }
     unbind_mounts "$dir.new"
   fi
   # Debian's postinst made a cluster and a redis service config; runs use private ones only.
