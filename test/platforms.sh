@@ -94,7 +94,7 @@ run_part() {
   local major why
   major=$(bash scripts/root.sh pg "$name")
   case $part in
-    19) why="a preview: the core suites only" ;;
+    19) why="a preview; make test PG=19 runs every suite there" ;;
     valkey8) why="the Redis-facing suites only; the server's C API runs on the host's 15" ;;
     *) why="same code paths as on 15, where they run; docs/platforms.md" ;;
   esac
