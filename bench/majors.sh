@@ -53,7 +53,7 @@ echo
 echo "##### summary: $BENCH_PHASES on PostgreSQL $*"
 echo "uptime at end: $(uptime)"
 if [ ${#columns[@]} -gt 0 ]; then
-  ruby bench/report.rb --majors "BENCH_JOBS=${BENCH_JOBS:-1000000} fsync=${BENCH_FSYNC:-off} batch=${BENCH_BATCH:-1000}" "${columns[@]}"
+  ruby bench/majors_report.rb "BENCH_JOBS=${BENCH_JOBS:-1000000} fsync=${BENCH_FSYNC:-off} batch=${BENCH_BATCH:-1000}" "${columns[@]}"
 fi
 for n in "${not_measured[@]}"; do echo "##### NOT MEASURED on PostgreSQL $n"; done
 for n in "${failed[@]}"; do echo "##### bench FAILED on PostgreSQL $n (see above)"; done

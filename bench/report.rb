@@ -3,20 +3,16 @@
 # target and whether it is met. Figures whose phase did not run are left out.
 #
 #   ruby bench/report.rb RESULTS_FILE "settings line"
-#   ruby bench/report.rb --majors "settings line" 15=RESULTS_FILE 17=RESULTS_FILE ...
-# The second form (bench/majors.sh) prints the same figures side by side, one column per
-# PostgreSQL major: each figure, its comparison and their ratio on rows of their own.
+#   ruby bench/report.rb RESULTS_FILE --rows     the same rows, tab-separated (bench/majors_report.rb)
 # A key written more than once (rounds of the drain and staging measurements) keeps its best
 # value: interference from other load on the machine only ever lowers a throughput.
-def read_results(path)
-  r = {}
-  File.foreach(path) do |l|
-    k, v = l.chomp.split("=", 2)
-    next unless k && v
-    r[k] = r.key?(k) && k =~ /^(drain|stage)_/ && k !~ /_n$/ ? [r[k].to_f, v.to_f].max.to_s : v
-  end
-  r
+r = {}
+File.foreach(ARGV[0]) do |l|
+  k, v = l.chomp.split("=", 2)
+  next unless k && v
+  r[k] = r.key?(k) && k =~ /^(drain|stage)_/ && k !~ /_n$/ ? [r[k].to_f, v.to_f].max.to_s : v
 end
+settings = ARGV[1] || ""
 
 def num(v) = v.nil? || v == "" ? nil : Float(v)
 
@@ -27,167 +23,137 @@ def fmt(v, digits = nil)
   v >= 100 ? v.round.to_s.reverse.scan(/\d{1,3}/).join(",").reverse : format("%.2f", v)
 end
 
-def summary_rows(r)
-  rows = []
-  add = lambda do |figure, jobbuf, cmp_name, cmp, ratio, target, met|
-    rows << [figure, fmt(jobbuf), cmp_name, fmt(cmp), ratio ? format("%.2f", ratio) : "-", target,
-             met.nil? ? "-" : (met ? "yes" : "NO")]
-  end
-
-  %w[list sidekiq].each do |t|
-    j = num(r["drain_#{t}_jobbuf"])
-    next unless j
-    c, e = num(r["drain_#{t}_ceiling"]), num(r["drain_#{t}_external"])
-    add.("drain #{t} (jobs/s)", j, "SQL-only DELETE..RETURNING", c, j / c, "jobbuf/ceiling >= 0.90", j / c >= 0.90)
-    add.("drain #{t} (jobs/s)", j, "external Ruby enqueuer", e, j / e, "jobbuf/external >= 2.5", j / e >= 2.5)
-    sq = num(r["drain_#{t}_sql"])
-    add.("  same, worker's SQL path", sq, "SQL-only DELETE..RETURNING", c, sq / c, "(owner-changed table, info)", nil) if sq
-    st = num(r["drain_#{t}_stale"])
-    add.("  SQL path, plan from empty table", st, "SQL-only DELETE..RETURNING", c, st / c, "(#{r["drain_#{t}_stale_n"]} jobs, info)", nil) if st
-  end
-  if (t = num(r["drain_tls"])) && (p = num(r["drain_plain"]))
-    add.("drain list over TLS (jobs/s)", t, "same run, plain TCP", p, t / p, "tls/plain >= 0.80", t / p >= 0.80)
-  end
-  if (w = num(r["drain_replicas_1"])) && (z = num(r["drain_replicas_0"]))
-    add.("drain list, min_replicas=1 (jobs/s)", w, "min_replicas=0, replica attached", z, w / z, "(WAIT per batch, info)", nil)
-  end
-  if (c = num(r["drain_cluster_cluster"])) && (o = num(r["drain_cluster_single"]))
-    add.("drain 6 list queues, 3-master Redis Cluster (jobs/s)", c, "same queues, one Redis", o, c / o, "cluster/single >= 1.0 (goal, info)", nil)
-  end
-  [["one", "stage 1 job/tx (tps)", "plain INSERT", 1.15], ["batch", "stage 100 jobs/tx (tps)", "multi-row INSERT of 100", 1.20]].each do |form, label, cmp, limit|
-    j, p = num(r["stage_#{form}_jobbuf"]), num(r["stage_#{form}_plain"])
-    next unless j
-    add.(label, j, cmp, p, p / j, "cost plain/jobbuf <= #{limit}", p / j <= limit)
-    o = num(r["stage_#{form}_orm"])
-    add.("  same via INSERT INTO jobbuf.jobs", o, cmp, p, p / o, "(decomposition, info)", nil) if o
-    w = num(r["stage_#{form}_paused"])
-    add.("  same, worker paused (no drain)", w, cmp, p, p / w, "(decomposition, info)", nil) if w
-  end
-  if num(r["db_drain_one"])
-    one, two = num(r["db_drain_one"]), num(r["db_drain_two"])
-    add.("drain, two databases at once (jobs/s)", two, "one database", one, two / one, "(every database, info)", nil)
-    add.("wake-up latency, #{r["db_lat_count"]} databases p50 (ms)", num(r["db_lat_p50"]), "", nil, nil, "(info)", nil)
-    add.("wake-up latency, #{r["db_lat_count"]} databases p99 (ms)", num(r["db_lat_p99"]), "", nil, nil, "(info)", nil)
-  end
-  if num(r["lat_idle_p50"])
-    add.("latency idle p50 (ms)", num(r["lat_idle_p50"]), "target", 1.0, num(r["lat_idle_p50"]) / 1.0, "<= 1 ms", num(r["lat_idle_p50"]) <= 1.0)
-    add.("latency idle p99 (ms)", num(r["lat_idle_p99"]), "target", 5.0, num(r["lat_idle_p99"]) / 5.0, "<= 5 ms", num(r["lat_idle_p99"]) <= 5.0)
-    add.("latency idle max (ms)", num(r["lat_idle_max"]), "", nil, nil, "", nil)
-    [2000, 5000].each do |rate|
-      next unless num(r["lat_#{rate}_p50"])
-      tps = r["lat_#{rate}_tps"]
-      add.("latency @#{rate}/s p50 (ms)", num(r["lat_#{rate}_p50"]), "(bg achieved #{tps}/s)", nil, nil, "", nil)
-      if rate == 5000
-        add.("latency @#{rate}/s p99 (ms)", num(r["lat_#{rate}_p99"]), "target", 20.0, num(r["lat_#{rate}_p99"]) / 20.0, "<= 20 ms", num(r["lat_#{rate}_p99"]) <= 20.0)
-      else
-        add.("latency @#{rate}/s p99 (ms)", num(r["lat_#{rate}_p99"]), "", nil, nil, "", nil)
-      end
-      add.("latency @#{rate}/s max (ms)", num(r["lat_#{rate}_max"]), "", nil, nil, "", nil)
-    end
-  end
-  # Held snapshot (docs/storage.md): the same single-job load without and with a snapshot held.
-  (1..9).each do |k|
-    next unless num(r["snap_s#{k}held_p50"]) && num(r["snap_s#{k}none_p50"])
-    n, h = "snap_s#{k}none", "snap_s#{k}held"
-    tag = "snapshot #{r["snap_s#{k}_rate"]}/s, hold #{r["snap_s#{k}_hold"]}"
-    np99, hp99 = num(r["#{n}_p99"]), num(r["#{h}_p99"])
-    add.("#{tag}: p50 / p99 (ms)", "#{fmt(num(r["#{h}_p50"]))} / #{fmt(hp99)}", "no snapshot", "#{fmt(num(r["#{n}_p50"]))} / #{fmt(np99)}",
-         np99 > 0 ? hp99 / np99 : nil, "p99 within 2x", np99 > 0 ? hp99 <= 2 * np99 : nil)
-    add.("#{tag}: max latency (ms)", num(r["#{h}_max"]), "no snapshot", num(r["#{n}_max"]), nil, "< 100 ms", num(r["#{h}_max"]) < 100)
-    hb, nb = num(r["#{h}_max_bytes"]) / 1024, num(r["#{n}_max_bytes"]) / 1024
-    add.("#{tag}: largest jobbuf.jobs (kB)", hb, "no snapshot", nb, nb > 0 ? hb / nb : nil, "within 4x", nb > 0 ? hb <= 4 * nb : nil)
-    add.("#{tag}: most dead tuples", num(r["#{h}_max_dead"]), "no snapshot", num(r["#{n}_max_dead"]), nil, "(info)", nil)
-    add.("#{tag}: rotations", r["#{h}_rotations"].to_s, "no snapshot", r["#{n}_rotations"].to_s, nil, "(info)", nil)
-    add.("#{tag}: catch-up after release (ms)", r["#{h}_catchup_ms"].to_s, "no snapshot", r["#{n}_catchup_ms"].to_s, nil, "(info)", nil)
-  end
-  if num(r["sustain_normal_rate"])
-    rate = r["sustain_rate"]
-    %w[normal held].each do |l|
-      next unless num(r["sustain_#{l}_rate"])
-      tag = l == "normal" ? "sustained" : "held txn"
-      d, o = num(r["sustain_#{l}_rate"]), num(r["sustain_#{l}_offered"])
-      add.("#{tag}: delivered (jobs/s)", d, "offered (target #{rate}/s)", o, d / o, "keeps up (info)", nil)
-      v = r["sustain_#{l}_size_verdict"].to_s.tr("_", " ")
-      a, b = num(r["sustain_#{l}_size_first"]) / 1024, num(r["sustain_#{l}_size_second"]) / 1024
-      add.("#{tag}: jobs size kB, max 2nd half", b, "max 1st half", a, a > 0 ? b / a : nil, "bounded: #{v}", l == "normal" ? v == "levels off" : nil)
-      v = r["sustain_#{l}_dead_verdict"].to_s.tr("_", " ")
-      a, b = num(r["sustain_#{l}_dead_first"]), num(r["sustain_#{l}_dead_second"])
-      add.("#{tag}: n_dead_tup, max 2nd half", b, "max 1st half", a, a > 0 ? b / a : nil, "bounded: #{v}", l == "normal" ? v == "levels off" : nil)
-      v = r["sustain_#{l}_anon_verdict"].to_s.tr("_", " ")
-      a, b = num(r["sustain_#{l}_anon_first"]), num(r["sustain_#{l}_anon_second"])
-      add.("#{tag}: worker RssAnon kB, 2nd half", b, "max 1st half", a, a > 0 ? b / a : nil, "flat: #{v}", v == "levels off")
-      a, b = num(r["sustain_#{l}_rss_first"]), num(r["sustain_#{l}_rss_second"])
-      add.("#{tag}: worker VmRSS kB, 2nd half", b, "max 1st half", a, a > 0 ? b / a : nil, "(incl. shared buffers)", nil)
-      add.("#{tag}: latency p50 / p99 (ms)", "#{fmt(num(r["sustain_#{l}_p50"]))} / #{fmt(num(r["sustain_#{l}_p99"]))}", "max", num(r["sustain_#{l}_max"]), nil, "", nil)
-    end
-    if num(r["sustain_held_rate"])
-      h, n = num(r["sustain_held_rate"]), num(r["sustain_normal_rate"])
-      add.("held txn vs normal: throughput", h, "normal run (jobs/s)", n, h / n, "held/normal >= 0.50", h / n >= 0.50)
-      hb, nb = num(r["sustain_held_max_bytes"]) / 1024, num(r["sustain_normal_max_bytes"]) / 1024
-      add.("held txn vs normal: max size kB", hb, "normal run", nb, hb / nb, "(info)", nil)
-      add.("held txn: backlog left at end (~rows)", num(r["sustain_held_end_live"]), "catch-up after release (s)", num(r["sustain_held_catchup_s"]), nil, "(info)", nil)
-    end
-  end
-
-  if num(r["activejob_jobbuf"])
-    j, s = num(r["activejob_jobbuf"]), num(r["activejob_sidekiq"])
-    add.("perform_later in a txn, 1 Ruby process (jobs/s)", j, "ActiveJob's Sidekiq adapter", s, j / s, "(info)", nil)
-  end
-
-  { "bullmq" => "BullMQ's Queue.addBulk (Node)", "celery" => "Celery's apply_async loop (Python)" }.each do |fw, own|
-    next unless num(r["fw_#{fw}_jobbuf"])
-    j, o = num(r["fw_#{fw}_jobbuf"]), num(r["fw_#{fw}_own"])
-    add.("drain #{r["fw_jobs"]} jobs into #{fw} (jobs/s)", j, own, o, j / o, "jobbuf ahead", j > o)
-  end
-
-  [["clients_node_add", "Queue.add in a txn, 1 Node process (jobs/s)", "BullMQ's Queue.add"],
-   ["clients_node_addbulk", "Queue.addBulk(100) in a txn, 1 Node process (jobs/s)", "BullMQ's Queue.addBulk"],
-   ["clients_celery", "apply_async in a txn, 1 Python process (tasks/s)", "Celery's apply_async"],
-   ["clients_sidekiq", "perform_async in a txn, 1 Ruby process (jobs/s)", "Sidekiq's perform_async"]].each do |key, figure, own|
-    next unless num(r["#{key}_jobbuf"])
-    own_key = r.keys.find { |k| k.start_with?("#{key}_") && k != "#{key}_jobbuf" }
-    j, o = num(r["#{key}_jobbuf"]), num(r[own_key])
-    add.(figure, j, own, o, o ? j / o : nil, "(info)", nil)
-  end
-
-  rows
+rows = []
+add = lambda do |figure, jobbuf, cmp_name, cmp, ratio, target, met|
+  rows << [figure, fmt(jobbuf), cmp_name, fmt(cmp), ratio ? format("%.2f", ratio) : "-", target,
+           met.nil? ? "-" : (met ? "yes" : "NO")]
 end
 
-def print_table(headers, rows, left)
-  widths = headers.each_index.map { |i| ([headers[i]] + rows.map { |x| x[i].to_s }).map(&:length).max }
-  line = ->(cells) { cells.each_with_index.map { |c, i| left.include?(i) ? c.to_s.ljust(widths[i]) : c.to_s.rjust(widths[i]) }.join(" | ") }
-  puts line.(headers)
-  puts widths.map { |w| "-" * w }.join("-+-")
-  rows.each { |x| puts line.(x) }
+%w[list sidekiq].each do |t|
+  j = num(r["drain_#{t}_jobbuf"])
+  next unless j
+  c, e = num(r["drain_#{t}_ceiling"]), num(r["drain_#{t}_external"])
+  add.("drain #{t} (jobs/s)", j, "SQL-only DELETE..RETURNING", c, j / c, "jobbuf/ceiling >= 0.90", j / c >= 0.90)
+  add.("drain #{t} (jobs/s)", j, "external Ruby enqueuer", e, j / e, "jobbuf/external >= 2.5", j / e >= 2.5)
+  sq = num(r["drain_#{t}_sql"])
+  add.("  same, worker's SQL path", sq, "SQL-only DELETE..RETURNING", c, sq / c, "(owner-changed table, info)", nil) if sq
+  st = num(r["drain_#{t}_stale"])
+  add.("  SQL path, plan from empty table", st, "SQL-only DELETE..RETURNING", c, st / c, "(#{r["drain_#{t}_stale_n"]} jobs, info)", nil) if st
+end
+if (t = num(r["drain_tls"])) && (p = num(r["drain_plain"]))
+  add.("drain list over TLS (jobs/s)", t, "same run, plain TCP", p, t / p, "tls/plain >= 0.80", t / p >= 0.80)
+end
+if (w = num(r["drain_replicas_1"])) && (z = num(r["drain_replicas_0"]))
+  add.("drain list, min_replicas=1 (jobs/s)", w, "min_replicas=0, replica attached", z, w / z, "(WAIT per batch, info)", nil)
+end
+if (c = num(r["drain_cluster_cluster"])) && (o = num(r["drain_cluster_single"]))
+  add.("drain 6 list queues, 3-master Redis Cluster (jobs/s)", c, "same queues, one Redis", o, c / o, "cluster/single >= 1.0 (goal, info)", nil)
+end
+[["one", "stage 1 job/tx (tps)", "plain INSERT", 1.15], ["batch", "stage 100 jobs/tx (tps)", "multi-row INSERT of 100", 1.20]].each do |form, label, cmp, limit|
+  j, p = num(r["stage_#{form}_jobbuf"]), num(r["stage_#{form}_plain"])
+  next unless j
+  add.(label, j, cmp, p, p / j, "cost plain/jobbuf <= #{limit}", p / j <= limit)
+  o = num(r["stage_#{form}_orm"])
+  add.("  same via INSERT INTO jobbuf.jobs", o, cmp, p, p / o, "(decomposition, info)", nil) if o
+  w = num(r["stage_#{form}_paused"])
+  add.("  same, worker paused (no drain)", w, cmp, p, p / w, "(decomposition, info)", nil) if w
+end
+if num(r["db_drain_one"])
+  one, two = num(r["db_drain_one"]), num(r["db_drain_two"])
+  add.("drain, two databases at once (jobs/s)", two, "one database", one, two / one, "(every database, info)", nil)
+  add.("wake-up latency, #{r["db_lat_count"]} databases p50 (ms)", num(r["db_lat_p50"]), "", nil, nil, "(info)", nil)
+  add.("wake-up latency, #{r["db_lat_count"]} databases p99 (ms)", num(r["db_lat_p99"]), "", nil, nil, "(info)", nil)
+end
+if num(r["lat_idle_p50"])
+  add.("latency idle p50 (ms)", num(r["lat_idle_p50"]), "target", 1.0, num(r["lat_idle_p50"]) / 1.0, "<= 1 ms", num(r["lat_idle_p50"]) <= 1.0)
+  add.("latency idle p99 (ms)", num(r["lat_idle_p99"]), "target", 5.0, num(r["lat_idle_p99"]) / 5.0, "<= 5 ms", num(r["lat_idle_p99"]) <= 5.0)
+  add.("latency idle max (ms)", num(r["lat_idle_max"]), "", nil, nil, "", nil)
+  [2000, 5000].each do |rate|
+    next unless num(r["lat_#{rate}_p50"])
+    tps = r["lat_#{rate}_tps"]
+    add.("latency @#{rate}/s p50 (ms)", num(r["lat_#{rate}_p50"]), "(bg achieved #{tps}/s)", nil, nil, "", nil)
+    if rate == 5000
+      add.("latency @#{rate}/s p99 (ms)", num(r["lat_#{rate}_p99"]), "target", 20.0, num(r["lat_#{rate}_p99"]) / 20.0, "<= 20 ms", num(r["lat_#{rate}_p99"]) <= 20.0)
+    else
+      add.("latency @#{rate}/s p99 (ms)", num(r["lat_#{rate}_p99"]), "", nil, nil, "", nil)
+    end
+    add.("latency @#{rate}/s max (ms)", num(r["lat_#{rate}_max"]), "", nil, nil, "", nil)
+  end
+end
+# Held snapshot (docs/storage.md): the same single-job load without and with a snapshot held.
+(1..9).each do |k|
+  next unless num(r["snap_s#{k}held_p50"]) && num(r["snap_s#{k}none_p50"])
+  n, h = "snap_s#{k}none", "snap_s#{k}held"
+  tag = "snapshot #{r["snap_s#{k}_rate"]}/s, hold #{r["snap_s#{k}_hold"]}"
+  np99, hp99 = num(r["#{n}_p99"]), num(r["#{h}_p99"])
+  add.("#{tag}: p50 / p99 (ms)", "#{fmt(num(r["#{h}_p50"]))} / #{fmt(hp99)}", "no snapshot", "#{fmt(num(r["#{n}_p50"]))} / #{fmt(np99)}",
+       np99 > 0 ? hp99 / np99 : nil, "p99 within 2x", np99 > 0 ? hp99 <= 2 * np99 : nil)
+  add.("#{tag}: max latency (ms)", num(r["#{h}_max"]), "no snapshot", num(r["#{n}_max"]), nil, "< 100 ms", num(r["#{h}_max"]) < 100)
+  hb, nb = num(r["#{h}_max_bytes"]) / 1024, num(r["#{n}_max_bytes"]) / 1024
+  add.("#{tag}: largest jobbuf.jobs (kB)", hb, "no snapshot", nb, nb > 0 ? hb / nb : nil, "within 4x", nb > 0 ? hb <= 4 * nb : nil)
+  add.("#{tag}: most dead tuples", num(r["#{h}_max_dead"]), "no snapshot", num(r["#{n}_max_dead"]), nil, "(info)", nil)
+  add.("#{tag}: rotations", r["#{h}_rotations"].to_s, "no snapshot", r["#{n}_rotations"].to_s, nil, "(info)", nil)
+  add.("#{tag}: catch-up after release (ms)", r["#{h}_catchup_ms"].to_s, "no snapshot", r["#{n}_catchup_ms"].to_s, nil, "(info)", nil)
+end
+if num(r["sustain_normal_rate"])
+  rate = r["sustain_rate"]
+  %w[normal held].each do |l|
+    next unless num(r["sustain_#{l}_rate"])
+    tag = l == "normal" ? "sustained" : "held txn"
+    d, o = num(r["sustain_#{l}_rate"]), num(r["sustain_#{l}_offered"])
+    add.("#{tag}: delivered (jobs/s)", d, "offered (target #{rate}/s)", o, d / o, "keeps up (info)", nil)
+    v = r["sustain_#{l}_size_verdict"].to_s.tr("_", " ")
+    a, b = num(r["sustain_#{l}_size_first"]) / 1024, num(r["sustain_#{l}_size_second"]) / 1024
+    add.("#{tag}: jobs size kB, max 2nd half", b, "max 1st half", a, a > 0 ? b / a : nil, "bounded: #{v}", l == "normal" ? v == "levels off" : nil)
+    v = r["sustain_#{l}_dead_verdict"].to_s.tr("_", " ")
+    a, b = num(r["sustain_#{l}_dead_first"]), num(r["sustain_#{l}_dead_second"])
+    add.("#{tag}: n_dead_tup, max 2nd half", b, "max 1st half", a, a > 0 ? b / a : nil, "bounded: #{v}", l == "normal" ? v == "levels off" : nil)
+    v = r["sustain_#{l}_anon_verdict"].to_s.tr("_", " ")
+    a, b = num(r["sustain_#{l}_anon_first"]), num(r["sustain_#{l}_anon_second"])
+    add.("#{tag}: worker RssAnon kB, 2nd half", b, "max 1st half", a, a > 0 ? b / a : nil, "flat: #{v}", v == "levels off")
+    a, b = num(r["sustain_#{l}_rss_first"]), num(r["sustain_#{l}_rss_second"])
+    add.("#{tag}: worker VmRSS kB, 2nd half", b, "max 1st half", a, a > 0 ? b / a : nil, "(incl. shared buffers)", nil)
+    add.("#{tag}: latency p50 / p99 (ms)", "#{fmt(num(r["sustain_#{l}_p50"]))} / #{fmt(num(r["sustain_#{l}_p99"]))}", "max", num(r["sustain_#{l}_max"]), nil, "", nil)
+  end
+  if num(r["sustain_held_rate"])
+    h, n = num(r["sustain_held_rate"]), num(r["sustain_normal_rate"])
+    add.("held txn vs normal: throughput", h, "normal run (jobs/s)", n, h / n, "held/normal >= 0.50", h / n >= 0.50)
+    hb, nb = num(r["sustain_held_max_bytes"]) / 1024, num(r["sustain_normal_max_bytes"]) / 1024
+    add.("held txn vs normal: max size kB", hb, "normal run", nb, hb / nb, "(info)", nil)
+    add.("held txn: backlog left at end (~rows)", num(r["sustain_held_end_live"]), "catch-up after release (s)", num(r["sustain_held_catchup_s"]), nil, "(info)", nil)
+  end
 end
 
-if ARGV[0] == "--majors"
-  settings = ARGV[1] || ""
-  majors = ARGV[2..].map { |a| a.split("=", 2) }
-  # [figure, label] => { major => cell }, in the order they first appear; a comparison's label
-  # is shown under its figure (the same comparison serves several figures)
-  cells = Hash.new { |h, k| h[k] = {} }
-  versions = {}
-  majors.each do |major, path|
-    r = read_results(path)
-    versions[major] = r["server_versions"] || "?"
-    summary_rows(r).each do |figure, jobbuf, cmp_name, cmp, ratio, target, met|
-      cells[[figure, figure]][major] = jobbuf
-      if cmp_name == "target"
-        cells[[figure, "  #{target}"]][major] = met
-        next
-      end
-      # a sub-figure ("  same, ...") is compared with its figure's comparison, shown above it
-      cells[[figure, "  #{cmp_name}"]][major] = cmp if cmp != "-" && !figure.start_with?(" ")
-      cells[[figure, "  ratio, #{target}"]][major] = met == "NO" ? "#{ratio} NO" : ratio if ratio != "-"
-    end
-  end
-  puts "jobbuf benchmark on several PostgreSQL majors (#{settings})"
-  majors.each { |major, _| puts "  #{major}: #{versions[major]}" }
-  print_table(["figure"] + majors.map(&:first), cells.map { |(_, label), m| [label] + majors.map { |major, _| m[major] || "-" } }, [0])
+if num(r["activejob_jobbuf"])
+  j, s = num(r["activejob_jobbuf"]), num(r["activejob_sidekiq"])
+  add.("perform_later in a txn, 1 Ruby process (jobs/s)", j, "ActiveJob's Sidekiq adapter", s, j / s, "(info)", nil)
+end
+
+{ "bullmq" => "BullMQ's Queue.addBulk (Node)", "celery" => "Celery's apply_async loop (Python)" }.each do |fw, own|
+  next unless num(r["fw_#{fw}_jobbuf"])
+  j, o = num(r["fw_#{fw}_jobbuf"]), num(r["fw_#{fw}_own"])
+  add.("drain #{r["fw_jobs"]} jobs into #{fw} (jobs/s)", j, own, o, j / o, "jobbuf ahead", j > o)
+end
+
+[["clients_node_add", "Queue.add in a txn, 1 Node process (jobs/s)", "BullMQ's Queue.add"],
+ ["clients_node_addbulk", "Queue.addBulk(100) in a txn, 1 Node process (jobs/s)", "BullMQ's Queue.addBulk"],
+ ["clients_celery", "apply_async in a txn, 1 Python process (tasks/s)", "Celery's apply_async"],
+ ["clients_sidekiq", "perform_async in a txn, 1 Ruby process (jobs/s)", "Sidekiq's perform_async"]].each do |key, figure, own|
+  next unless num(r["#{key}_jobbuf"])
+  own_key = r.keys.find { |k| k.start_with?("#{key}_") && k != "#{key}_jobbuf" }
+  j, o = num(r["#{key}_jobbuf"]), num(r[own_key])
+  add.(figure, j, own, o, o ? j / o : nil, "(info)", nil)
+end
+
+if settings == "--rows"
+  rows.each { |x| puts x.join("\t") }
   exit
 end
 
-r = read_results(ARGV[0])
-puts "jobbuf benchmark (#{ARGV[1]})"
-print_table(["figure", "jobbuf", "comparison", "value", "ratio", "target", "met"], summary_rows(r), [0, 2, 5])
+headers = ["figure", "jobbuf", "comparison", "value", "ratio", "target", "met"]
+widths = headers.each_index.map { |i| ([headers[i]] + rows.map { |x| x[i].to_s }).map(&:length).max }
+line = ->(cells) { cells.each_with_index.map { |c, i| i == 0 || i == 2 || i == 5 ? c.to_s.ljust(widths[i]) : c.to_s.rjust(widths[i]) }.join(" | ") }
+puts "jobbuf benchmark (#{settings})"
+puts line.(headers)
+puts widths.map { |w| "-" * w }.join("-+-")
+rows.each { |x| puts line.(x) }
