@@ -2,7 +2,9 @@
 #   make demo   builds, installs and shows one committed job running in each framework's consumer
 #   make test   every test suite against a private Postgres cluster and a private redis-server,
 #               on PostgreSQL 15 here and on 17 and 18 in Debian roots (PG=<major> for one)
-#   make bench  the benchmark table (see bench/README.md)
+#   make test-preview  the core suites on PostgreSQL 19 (a release candidate) in a Debian root
+#   make bench  the benchmark table (see bench/README.md); PG="15 17 18": drain and latency on
+#               each of those majors, one table
 
 EXTENSION   = jobbuf
 MODULE_big  = jobbuf
@@ -43,7 +45,7 @@ sql/jobbuf--1.2.sql: $(SQL_PARTS)
 
 $(OBJS): $(wildcard src/*.h src/staging/*.h src/worker/*.h src/redis/*.h src/redis/*/*.h)
 
-.PHONY: deps demo test test-unit test-faults bench print-regress package-check
+.PHONY: deps demo test test-preview test-unit test-faults bench print-regress package-check
 deps:
 	bash scripts/install-deps.sh
 
@@ -67,6 +69,11 @@ else
 	bash test/platforms.sh $(PG)
 endif
 
+# PostgreSQL 19 from Debian experimental, reported as a preview (docs/platforms.md); make test
+# PG=19 runs every suite there.
+test-preview: deps
+	bash test/platforms.sh preview
+
 test-unit: deps
 	bash test/run.sh unit
 
@@ -74,7 +81,11 @@ test-faults: deps
 	bash test/run.sh faults
 
 bench: deps
+ifeq ($(PG),)
 	bash bench/run.sh
+else
+	bash bench/majors.sh $(PG)
+endif
 
 # Builds postgresql-<major>-jobbuf (debian/, pg_buildext) for 15, 17 and 18 and checks each .deb
 # in a clean root of its Debian release (docs/platforms.md); not part of make test.

@@ -3,6 +3,7 @@
 # target and whether it is met. Figures whose phase did not run are left out.
 #
 #   ruby bench/report.rb RESULTS_FILE "settings line"
+#   ruby bench/report.rb RESULTS_FILE --rows     the same rows, tab-separated (bench/majors_report.rb)
 # A key written more than once (rounds of the drain and staging measurements) keeps its best
 # value: interference from other load on the machine only ever lowers a throughput.
 r = {}
@@ -166,6 +167,11 @@ if r["queues_counts"]
     v, base = num(r["queues_#{many}_#{q}"]), num(r["queues_#{few}_#{q}"])
     add.("commit -> Redis #{q}, #{m} queues (ms)", v, "#{f} queues", base, base && base > 0 ? v / base : nil, "(info)", nil)
   end
+end
+
+if settings == "--rows"
+  rows.each { |x| puts x.join("\t") }
+  exit
 end
 
 headers = ["figure", "jobbuf", "comparison", "value", "ratio", "target", "met"]

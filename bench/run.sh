@@ -37,7 +37,9 @@
 #   BENCH_QUEUES_SECONDS [10]      each idle CPU measurement of the "queues" phase
 #   BENCH_BUILD [1]                0: skip `make && make install` (use the installed extension)
 #   BENCH_PG_CONF []               extra postgresql.conf lines (diagnostics, e.g. auto_explain)
+#   BENCH_RESULTS []               also copy the key=value results file there (bench/majors.sh)
 #   JB_KEEP [] (harness)           keep the run directory (logs, perf data) after the run
+#   JB_REDIS [redis] (harness)     valkey: run Valkey's server under the Redis names
 set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -67,6 +69,7 @@ say() { printf '\n== %s  [%s]\n' "$*" "$(date +%T)"; }
 fail() { printf '\nbench: FAILED: %s\n' "$*" >&2; exit 1; }
 has_phase() { [[ " $BENCH_PHASES " == *" $1 "* ]]; }
 
+source "$ROOT/test/harness/redis_flavor.sh"
 for tool in pgbench psql redis-server redis-cli ruby gcc; do
   command -v "$tool" >/dev/null || fail "$tool is not installed (run: bash scripts/install-deps.sh)"
 done
@@ -153,6 +156,7 @@ echo "jobbuf drain worker: pid $WORKER_PID ($(cat /proc/$WORKER_PID/comm 2>/dev/
 RESULTS=$JB_RUN/results
 : >"$RESULTS"
 result() { echo "$1=$2" >>"$RESULTS"; }
+result server_versions "PostgreSQL $(jb_sql 'SHOW server_version'), $(redis-server --version | sed -E 's/^([A-Za-z]+) server v=([^ ]+).*/\1 \2/')"
 div() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print 0; else printf "%.1f", a / b }'; }
 
 cpu_ticks() {  # utime + stime of a process, in clock ticks
@@ -876,4 +880,5 @@ has_phase queues && phase_queues
 
 say "summary"
 echo "uptime at end: $(uptime)"
+[ -z "${BENCH_RESULTS:-}" ] || cp "$RESULTS" "$BENCH_RESULTS"
 ruby bench/report.rb "$RESULTS" "BENCH_JOBS=$BENCH_JOBS fsync=$BENCH_FSYNC synchronous_commit=on shared_buffers=1GB batch=$BENCH_BATCH"

@@ -71,7 +71,7 @@ for major in "${majors[@]}"; do
   cp "$deb" "$check/tmp/"
   pgport=$(free_port); redisport=$(free_port)
   if in_chroot "$check" "
-      apt-get update -qq && apt-get install -y -qq ./tmp/$(basename "$deb") $(redis_package_of "$major") >/dev/null 2>&1 </dev/null ||
+      apt-get -o Acquire::Check-Valid-Until=false update -qq && apt-get install -y -qq ./tmp/$(basename "$deb") $(redis_package_of "$major") >/dev/null 2>&1 </dev/null ||
         apt-get install -y ./tmp/$(basename "$deb") $(redis_package_of "$major") </dev/null
       # Only what this check started is stopped (the root shares the machine's process table).
       trap 'pg_ctlcluster $major check stop -m immediate 2>/dev/null; [ ! -f /tmp/redis.pid ] || kill \$(cat /tmp/redis.pid)' EXIT

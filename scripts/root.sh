@@ -6,8 +6,12 @@
 #
 #   scripts/root.sh make NAME      make (or reuse) the root; exit 3 = NOT TESTED (reason printed)
 #   scripts/root.sh run NAME CMD   run CMD (bash -c) inside the root, as root, with binds
+#   scripts/root.sh copy NAME      copy the working tree (with its git history) into the root's
+#                                  /build/jobbuf, without build products
 #   scripts/root.sh path NAME      print the root's directory
 #   scripts/root.sh pg NAME        print the PostgreSQL major the root carries
+#   scripts/root.sh redis NAME     print the Redis server the root carries (redis or valkey)
+#   scripts/root.sh of-major MAJOR print the root that carries PostgreSQL MAJOR (17, 18, 19)
 #   scripts/root.sh mirror NAME    print the Debian mirror the machine's apt sources name
 #
 # Roots (the Debian release's own packages; see docs/platforms.md):
@@ -15,6 +19,9 @@
 #   forky      Debian testing (debootstrap's sid script): PostgreSQL 18, Valkey 9, Sidekiq 8.1,
 #              Celery 5.6
 #   bookworm-valkey  Debian 12 with its backports suite: PostgreSQL 15 and Valkey 8.0
+#   forky-pg19 forky with Debian experimental: PostgreSQL 19 (a release candidate until 19 is
+#              released; the preview part), Valkey 9; pgTAP is copied from forky's 18 package
+#              (it is SQL only; experimental has no postgresql-19-pgtap)
 # Run as root (debootstrap and chroot need it).
 set -euo pipefail
 
@@ -31,12 +38,13 @@ common_packages=(
   procps iproute2 util-linux
 )
 
-# root_spec NAME: sets SUITE, SCRIPT, PG, PACKAGES, BACKPORTS for a root name.
+# root_spec NAME: sets SUITE, SCRIPT, PG, PACKAGES for a root name, and EXTRA_SUITE and
+# EXTRA_PACKAGES: packages installed after debootstrap from another suite of the same mirror.
 root_spec() {
-  BACKPORTS=()
+  EXTRA_SUITE= EXTRA_PACKAGES=() REDIS=valkey
   case $1 in
     trixie)
-      SUITE=trixie; SCRIPT=trixie; PG=17
+      SUITE=trixie; SCRIPT=trixie; PG=17; REDIS=redis
       PACKAGES=(postgresql-17 postgresql-server-dev-17 postgresql-17-pgtap
                 redis-server redis-tools redis-sentinel) ;;
     forky)
@@ -46,8 +54,12 @@ root_spec() {
     bookworm-valkey)
       SUITE=bookworm; SCRIPT=bookworm; PG=15
       PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap)
-      BACKPORTS=(valkey-server valkey-tools valkey-sentinel) ;;
-    *) echo "scripts/root.sh: no root named '$1' (trixie, forky, bookworm-valkey)" >&2; exit 2 ;;
+      EXTRA_SUITE=bookworm-backports EXTRA_PACKAGES=(valkey-server valkey-tools valkey-sentinel) ;;
+    forky-pg19)
+      SUITE=forky; SCRIPT=sid; PG=19
+      PACKAGES=(valkey-server valkey-tools valkey-sentinel)
+      EXTRA_SUITE=experimental EXTRA_PACKAGES=(postgresql-19 postgresql-server-dev-19) ;;
+    *) echo "scripts/root.sh: no root named '$1' (trixie, forky, bookworm-valkey, forky-pg19)" >&2; exit 2 ;;
   esac
   PACKAGES=("${common_packages[@]}" "${PACKAGES[@]}")
 }
@@ -103,10 +115,22 @@ in_root() {  # DIR CMD...
     LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=dumb DEBIAN_FRONTEND=noninteractive "$@"
 }
 
+# pgTAP for a major that Debian packages no postgresql-<major>-pgtap for yet: the extension files
+# (SQL only) of the suite's newest postgresql-<n>-pgtap, unpacked (installing it would pull in
+# server n).
+copy_pgtap() {
+  local dir=$1 pkg
+  pkg=$(in_root "$dir" apt-cache search --names-only '^postgresql-[0-9]+-pgtap$' | awk '{print $1}' | sort -V | tail -n 1)
+  [ -n "$pkg" ] || { echo "no postgresql-<n>-pgtap in $SUITE"; return 1; }
+  in_root "$dir" sh -c "cd /tmp && apt-get -o Acquire::Check-Valid-Until=false download $pkg && dpkg-deb -x ${pkg}_*.deb /tmp/pgtap &&
+    cp /tmp/pgtap/usr/share/postgresql/*/extension/pgtap* /usr/share/postgresql/$PG/extension/ && rm -rf /tmp/pgtap /tmp/${pkg}_*.deb"
+  echo "pgTAP for $PG: the extension files of $pkg"
+}
+
 make_root() {
   local dir=$ROOTS/$NAME
   local want
-  want="$ROOT_FORMAT ${PACKAGES[*]} ${BACKPORTS[*]}"
+  want="$ROOT_FORMAT ${PACKAGES[*]} ${EXTRA_PACKAGES[*]}"
   if [ -f "$dir/.jobbuf-root" ] && [ "$(cat "$dir/.jobbuf-root")" = "$want" ]; then
     return 0
   fi
@@ -131,15 +155,21 @@ make_root() {
   fi
   # The release's own sources inside the root (the packaging check installs from them).
   echo "deb $mirror $SUITE main" >"$dir.new/etc/apt/sources.list"
-  if [ ${#BACKPORTS[@]} -gt 0 ]; then
-    echo "deb $mirror $SUITE-backports main" >>"$dir.new/etc/apt/sources.list"
+  if [ ${#EXTRA_PACKAGES[@]} -gt 0 ]; then
+    echo "deb $mirror $EXTRA_SUITE main" >>"$dir.new/etc/apt/sources.list"
     bind_mounts "$dir.new"
-    if ! in_root "$dir.new" sh -c "apt-get update -qq && apt-get install -y -qq -t $SUITE-backports ${BACKPORTS[*]}" \
+    # The mirror may serve a copy of the archive older than its Release files' Valid-Until.
+    local apt="apt-get -o Acquire::Check-Valid-Until=false"
+    if ! in_root "$dir.new" sh -c "$apt update -qq && $apt install -y -qq -t $EXTRA_SUITE ${EXTRA_PACKAGES[*]}" \
           >>"$log" 2>&1; then
       unbind_mounts "$dir.new"
+      local why
+      why=$(grep -E '^E: ' "$log" | tail -n 2 | tr '\n' ' ')
       rm -rf "$dir.new"
-      not_tested "$SUITE-backports packages ${BACKPORTS[*]} could not be installed (see $log)"
+      not_tested "$EXTRA_SUITE packages ${EXTRA_PACKAGES[*]} could not be installed (${why:-see $log})"
     fi
+    [ "$EXTRA_SUITE" != experimental ] || copy_pgtap "$dir.new" >>"$log" 2>&1 ||
+      { unbind_mounts "$dir.new"; rm -rf "$dir.new"; not_tested "pgTAP could not be copied from $SUITE (see $log)"; }
     unbind_mounts "$dir.new"
   fi
   # Debian's postinst made a cluster and a redis service config; runs use private ones only.
@@ -149,15 +179,38 @@ make_root() {
   echo "scripts/root.sh: root '$NAME' made in $((SECONDS - started)) s"
 }
 
-[ $# -ge 2 ] || { sed -n '2,20p' "$0"; exit 2; }
+# copy_tree DEST: the working tree this script belongs to, with its git history (the upgrade tests
+# build old releases from it) and without build products, into DEST.
+copy_tree() {
+  local dest=$1 repo
+  repo=$(cd "$(dirname "$0")/.." && pwd)
+  rm -rf "$dest"
+  mkdir -p "$dest"
+  tar -C "$repo" --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' --exclude=./results \
+    --exclude=./output_iso --exclude=./tmp_check --exclude=./.run --exclude=./test/unit/obj \
+    --exclude=./test/unit/jobbuf_unit_tests -cf - . | tar -C "$dest" -xf -
+  cp -a "$(git -C "$repo" rev-parse --path-format=absolute --git-common-dir)" "$dest/.git"
+  git -C "$dest" config core.bare false
+}
+
+[ $# -ge 2 ] || { sed -n '2,24p' "$0"; exit 2; }
 cmd=$1 NAME=$2
 shift 2
 if [ "$cmd" = mirror ]; then apt_mirror; exit 0; fi
+if [ "$cmd" = of-major ]; then
+  case $NAME in
+    17) echo trixie ;; 18) echo forky ;; 19) echo forky-pg19 ;;
+    *) echo "scripts/root.sh: no root carries PostgreSQL $NAME (17, 18, 19; 15 is the machine's)" >&2; exit 2 ;;
+  esac
+  exit 0
+fi
 root_spec "$NAME"
 case $cmd in
   make) make_root ;;
   path) echo "$ROOTS/$NAME" ;;
+  copy) copy_tree "$ROOTS/$NAME/build/jobbuf" ;;
   pg) echo "$PG" ;;
+  redis) echo "$REDIS" ;;
   run)
     dir=$ROOTS/$NAME
     [ -f "$dir/.jobbuf-root" ] || { echo "scripts/root.sh: root '$NAME' is not made" >&2; exit 2; }

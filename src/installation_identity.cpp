@@ -119,5 +119,5 @@ JOBBUF_SQL_FUNCTION(jobbuf_installation_changed_trigger)
         ereport(ERROR, (errmsg("jobbuf: installation_changed_trigger must be called as a trigger")));
     auto* trigger = reinterpret_cast<TriggerData*>(fcinfo->context);
     CacheInvalidateRelcacheByRelid(RelationGetRelid(trigger->tg_relation));
-    return PointerGetDatum(nullptr);
+    return PointerGetDatum(NULL);  // not nullptr: PostgreSQL 19's PointerGetDatum() refuses it
 }

@@ -99,7 +99,7 @@ void remember_given_settings(void)
         config_generic* var = vars[i];
         if (!(var->flags & GUC_CUSTOM_PLACEHOLDER) || !is_redis_setting(var->name) || !server_source(var->source))
             continue;
-        const char* value = *reinterpret_cast<config_string*>(var)->variable;
+        const char* value = *jobbuf_guc_string(var)->variable;
         given[given_count].name = MemoryContextStrdup(TopMemoryContext, var->name);
         given[given_count].value = MemoryContextStrdup(TopMemoryContext, value ? value : "");
         given_count++;

@@ -5,14 +5,15 @@
 #                                     suites below on 17 and 18, and the Valkey 8 run
 #   test/platforms.sh PART [SUITE]... one part, every suite unless suites are named (the names of
 #                                     test/run.sh); `make test PG=17` runs `test/platforms.sh 17`
+#   test/platforms.sh preview         PostgreSQL 19 (`make test-preview`): the core suites below
 # Parts: 17 (Debian 13 root: PostgreSQL 17, Redis 8.0), 18 (forky root: PostgreSQL 18, Valkey 9),
-#        valkey8 (Debian 12 root with backports: PostgreSQL 15, Valkey 8.0).
+#        valkey8 (Debian 12 root with backports: PostgreSQL 15, Valkey 8.0), 19 (forky root with
+#        Debian experimental: PostgreSQL 19, a release candidate, Valkey 9; not in `make test`).
 # The working tree (with its git history, which the upgrade tests build old releases from) is
 # copied into the root's /build/jobbuf and built there. A root that cannot be made is reported
 # as NOT TESTED with the reason; JOBBUF_ROOTS_REQUIRED=1 makes that a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REPO=$PWD
 
 # On 17 and 18: every suite that touches the server's C API (the direct insert, the worker, the
 # launcher, the GUC walk, the catalog, updates from 1.0 and 1.1, the installation identity and
@@ -43,17 +44,38 @@ VALKEY8_SUITES=(unit test/e2e/tls.sh test/e2e/redis_outage.sh test/faults/sentin
   test/faults/delivery_faults.sh test/faults/hostile_redis_runtime.sh test/faults/redis_maxmemory.sh
   test/faults/stale_batch_after_hang.sh)
 
+# PostgreSQL 19 is a release candidate (Debian experimental): a preview, not part of `make test`.
+# The core suites: the SQL surface, the catalog, updates from 1.0 and 1.1.
+PREVIEW_SUITES=(regress pgtap isolation upgrade)
+
 part_root() {
   case $1 in
-    17) echo trixie ;;
-    18) echo forky ;;
     valkey8) echo bookworm-valkey ;;
-    *) echo "test/platforms.sh: no part '$1' (17, 18, valkey8)" >&2; exit 2 ;;
+    17|18|19) bash scripts/root.sh of-major "$1" ;;
+    *) echo "test/platforms.sh: no part '$1' (17, 18, 19, valkey8)" >&2; exit 2 ;;
   esac
 }
-part_redis() { case $1 in 18|valkey8) echo valkey ;; *) echo redis ;; esac; }
 
-not_tested=()
+not_tested=() not_run=()
+
+# not_run_here PART WHY SUITE...: names, in the output, the suites of a full run (test/run.sh's)
+# that PART leaves out, and why; nothing when SUITE... is empty (a full run).
+not_run_here() {
+  local part=$1 why=$2; shift 2
+  [ $# -gt 0 ] || return 0
+  local named=" $* " s left=()
+  for s in unit regress pgtap isolation upgrade test/e2e/*.sh test/faults/*.sh; do
+    case $s in
+      test/e2e/*) [[ $named == *" $s "* || $named == *" e2e "* ]] && continue ;;
+      test/faults/*) [[ $named == *" $s "* || $named == *" faults "* ]] && continue ;;
+      *) [[ $named == *" $s "* ]] && continue ;;
+    esac
+    left+=("$(basename "$s" .sh)")
+  done
+  [ ${#left[@]} -gt 0 ] || return 0
+  echo "##### part $part: NOT RUN here (${#left[@]}; $why): ${left[*]}"
+  not_run+=("$part: ${#left[@]} suites ($why)")
+}
 
 # run_part PART SUITE...: makes the root, copies the tree in, runs test/run.sh there.
 run_part() {
@@ -69,19 +91,18 @@ run_part() {
     echo "##### part $part: NOT TESTED"
     return 0
   fi
-  local dir major
-  dir=$(bash scripts/root.sh path "$name")
+  local major why
   major=$(bash scripts/root.sh pg "$name")
-  rm -rf "$dir/build/jobbuf"
-  mkdir -p "$dir/build/jobbuf"
-  tar -C "$REPO" --exclude=.git --exclude='*.o' --exclude='*.so' --exclude='*.bc' --exclude=./results \
-    --exclude=./output_iso --exclude=./tmp_check --exclude=./.run --exclude=./test/unit/obj \
-    --exclude=./test/unit/jobbuf_unit_tests -cf - . | tar -C "$dir/build/jobbuf" -xf -
-  cp -a "$(git rev-parse --path-format=absolute --git-common-dir)" "$dir/build/jobbuf/.git"
-  git -C "$dir/build/jobbuf" config core.bare false
+  case $part in
+    19) why="a preview; make test PG=19 runs every suite there" ;;
+    valkey8) why="the Redis-facing suites only; the server's C API runs on the host's 15" ;;
+    *) why="same code paths as on 15, where they run; docs/platforms.md" ;;
+  esac
+  not_run_here "$part" "$why" "$@"
+  bash scripts/root.sh copy "$name"
   rc=0
   bash scripts/root.sh run "$name" \
-    "export PATH=/usr/lib/postgresql/$major/bin:\$PATH JB_REDIS=$(part_redis "$part") JOBBUF_ROOT=/build/jobbuf
+    "export PATH=/usr/lib/postgresql/$major/bin:\$PATH JB_REDIS=$(bash scripts/root.sh redis "$name") JOBBUF_ROOT=/build/jobbuf
      cd /build/jobbuf && bash test/run.sh $*" || rc=$?
   echo "##### part $part took $((SECONDS - started)) s ($([ $rc -eq 0 ] && echo passed || echo FAILED))"
   return $rc
@@ -97,9 +118,14 @@ if [ $# -eq 0 ]; then
   run_part valkey8 "${VALKEY8_SUITES[@]}" || status=1
 else
   part=$1; shift
+  if [ "$part" = preview ]; then
+    part=19
+    [ $# -gt 0 ] || set -- "${PREVIEW_SUITES[@]}"
+  fi
   run_part "$part" "$@" || status=1
 fi
 
+for n in "${not_run[@]}"; do echo "##### NOT RUN on part $n: named above"; done
 for n in "${not_tested[@]}"; do echo "##### NOT TESTED $n"; done
 if [ ${#not_tested[@]} -gt 0 ] && [ "${JOBBUF_ROOTS_REQUIRED:-}" = 1 ]; then status=1; fi
 if [ $status -eq 0 ]; then

@@ -95,5 +95,5 @@ JOBBUF_SQL_FUNCTION(jobbuf_queues_changed_trigger)
     auto* trigger = reinterpret_cast<TriggerData*>(fcinfo->context);
     invalidate_queue_caches(RelationGetRelid(trigger->tg_relation));
     note_queues_changed();  // a created, resumed or re-configured queue may have work
-    return PointerGetDatum(nullptr);
+    return PointerGetDatum(NULL);  // not nullptr: PostgreSQL 19's PointerGetDatum() refuses it
 }

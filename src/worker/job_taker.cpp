@@ -182,7 +182,7 @@ bool take_jobs_directly(const char* queue, const jobbuf::redis::TargetTraits& ta
         // Skip, do not wait for, a row another transaction holds; a row locked, updated or
         // deleted since our snapshot is left too.
         TM_FailureData failure;
-        if (ready && table_tuple_delete(jobs, &slot->tts_tid, cid, snapshot, InvalidSnapshot, false, &failure, false) == TM_Ok) {
+        if (ready && jobbuf_tuple_delete(jobs, &slot->tts_tid, cid, snapshot, &failure) == TM_Ok) {
             append_job(slot, target, bounds, taken, &texts, text_start);
             if (!taken_batch_has_room(taken, bounds, 0)) {
                 taken->full_by_bytes = true;

@@ -93,7 +93,7 @@ struct LiveRows {
 bool read_live_rows(Relation rel, uint64 max_rows, uint64 max_bytes, bool copy, LiveRows* rows)
 {
     Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
-    TableScanDesc scan = table_beginscan(rel, snapshot, 0, nullptr);
+    TableScanDesc scan = jobbuf_table_beginscan(rel, snapshot);
     TupleDesc desc = RelationGetDescr(rel);
     rows->count = 0;
     rows->bytes = 0;

@@ -1,6 +1,7 @@
 // Postgres regime: a batch's taken jobs, and the DestReceiver that collects the batch statement's
 // rows into them (see taken_batch.h).
 #include "pg_includes.h"
+#include "pg_compat.h"
 
 #include <algorithm>
 #include <new>

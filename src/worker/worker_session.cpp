@@ -63,19 +63,17 @@ const char* built_in_default(config_generic* var, char* buffer, size_t len)
 {
     switch (var->vartype) {
     case PGC_BOOL:
-        return reinterpret_cast<config_bool*>(var)->boot_val ? "on" : "off";
+        return jobbuf_guc_bool(var)->boot_val ? "on" : "off";
     case PGC_INT:
-        snprintf(buffer, len, "%d", reinterpret_cast<config_int*>(var)->boot_val);
+        snprintf(buffer, len, "%d", jobbuf_guc_int(var)->boot_val);
         return buffer;
     case PGC_REAL:
-        snprintf(buffer, len, "%.17g", reinterpret_cast<config_real*>(var)->boot_val);
+        snprintf(buffer, len, "%.17g", jobbuf_guc_real(var)->boot_val);
         return buffer;
     case PGC_STRING:
-        return reinterpret_cast<config_string*>(var)->boot_val;
-    case PGC_ENUM: {
-        auto* e = reinterpret_cast<config_enum*>(var);
-        return config_enum_lookup_by_value(e, e->boot_val);
-    }
+        return jobbuf_guc_string(var)->boot_val;
+    case PGC_ENUM:
+        return jobbuf_guc_enum_name(var, jobbuf_guc_enum(var)->boot_val);
     }
     return nullptr;
 }

@@ -11,6 +11,7 @@
 extern "C" {
 #include "access/htup_details.h"
 #include "commands/dbcommands.h"
+#include "utils/lsyscache.h"
 #include "funcapi.h"
 #include "catalog/pg_authid.h"
 #include "miscadmin.h"

@@ -1,7 +1,7 @@
 # Earlier releases of jobbuf, built from git history exactly as their users run them (sourced by
-# the upgrade scripts). A release is built once per machine and commit (kept under
-# ${TMPDIR:-/tmp}/jobbuf-release-<commit>), then installed over the current build; the caller puts
-# the current build back with install_current.
+# the upgrade scripts). A release is built once per machine, commit, major and compat patch (kept
+# under ${TMPDIR:-/tmp}/jobbuf-release-<commit>-<version>-<patch digest>), then installed over the
+# current build; the caller puts the current build back with install_current.
 #   install_release VERSION   # 1.0 (commit 26da9a3) or 1.1 (commit 5b86380); false on failure
 #   install_current
 
@@ -20,13 +20,15 @@ install_release() {
     fail "git history with commit $commit is needed to build jobbuf $1 (a shallow clone?)"
     return 1
   fi
-  dir=${TMPDIR:-/tmp}/jobbuf-release-$commit-$(pg_config --version | tr -dc '0-9.')
+  # Kept per major and per compat patch (a changed patch builds the release again).
+  dir=${TMPDIR:-/tmp}/jobbuf-release-$commit-$(pg_config --version | tr -dc '0-9.')-$(sha256sum "$E2E_ROOT/test/upgrade/compat/$1.patch" | cut -c1-8)
   if [ ! -f "$dir/.built" ]; then
     rm -rf "$dir" && mkdir -p "$dir"
     git -C "$E2E_ROOT" archive "$commit" | tar -x -C "$dir"
     say "building jobbuf $1 from commit $commit"
-    # The release predates PostgreSQL 16 (and OpenSSL 3.5): on a later major it is built with the
-    # calls that changed named through src/pg_compat.h, as the current source does, and nothing else.
+    # The release predates PostgreSQL 16 (and OpenSSL 3.5): on a later major (16 to 19) it is built
+    # with the calls that changed named through src/pg_compat.h, as the current source does, and
+    # nothing else.
     if [ "$(pg_config --version | sed 's/^PostgreSQL \([0-9]*\).*/\1/')" -ge 16 ]; then
       say "jobbuf $1 as released does not build on $(pg_config --version): building it with test/upgrade/compat/$1.patch (src/pg_compat.h only)"
       patch -s -d "$dir" -p1 <"$E2E_ROOT/test/upgrade/compat/$1.patch" || { fail "test/upgrade/compat/$1.patch applies to commit $commit"; return 1; }
