@@ -33,6 +33,7 @@ PG_SUITES=(
   test/faults/standby_promotion.sh
   test/e2e/copies.sh test/e2e/held_snapshot.sh test/faults/live_clone.sh test/faults/refused_settings.sh
   test/e2e/clients_sidekiq.sh
+  test/e2e/failing_queue.sh test/e2e/drain_slots.sh test/e2e/census_steps.sh
 )
 # 17 and 18 ship one ActiveJob (7.2): the gem's own tests once, on 17.
 PG17_EXTRA=(test/e2e/activejob_adapter.sh)
