@@ -1,6 +1,6 @@
-// Postgres regime: a ProcessUtility hook that, before DROP DATABASE of a database with a drain
-// worker, asks that worker to disconnect and the launcher to keep it away for a while (the other
-// databases' workers are not touched). Without it, a plain
+// Postgres regime: what the ProcessUtility hook (utility_hook.h) does around DROP DATABASE of a
+// database with a drain worker: it asks that worker to disconnect and the launcher to keep it away
+// for a while (the other databases' workers are not touched). Without it, a plain
 // DROP DATABASE fails with "database is being accessed by other users" for as long as jobbuf is
 // installed.
 //
@@ -11,20 +11,14 @@
 // that would be refused leaves the worker alone: no role can pause delivery by trying. If an
 // allowed drop still fails (other sessions connected), the request is withdrawn at once and the
 // launcher restarts the worker without backoff.
-// The same hook notes, for the launcher, the statements that may give a database a drain worker
-// (CREATE EXTENSION jobbuf, CREATE / ALTER / RENAME DATABASE: launcher_signal.h), and reports
-// what DROP EXTENSION jobbuf discarded (drop_extension_report.h).
 #include "pg_includes.h"
 #include "pg_compat.h"
 
 #include "drop_database_guard.h"
-#include "drop_extension_report.h"
-#include "launcher_signal.h"
 #include "settings.h"
 #include "shared_state.h"
 
 extern "C" {
-#include "commands/extension.h"
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "catalog/pg_database.h"
@@ -46,7 +40,7 @@ namespace {
 constexpr int kKeepAwayMs = 10 * 1000;
 constexpr int kForceWaitMs = 5 * 1000;
 
-ProcessUtility_hook_type previous_process_utility = nullptr;
+}  // namespace
 
 // Whether dropdb() will get past its checks of the caller and the database, as far as they can
 // be known before it runs (the wait for other sessions comes after them).
@@ -108,56 +102,6 @@ void withdraw_request(JobbufSharedState* s, TimestampTz until)
 {
     if (s->pause_until == until)
         s->pause_until = 0;
-}
-
-void run_utility(PlannedStmt* pstmt, const char* query_string, bool read_only_tree,
-                 ProcessUtilityContext context, ParamListInfo params, QueryEnvironment* query_env,
-                 DestReceiver* dest, QueryCompletion* qc)
-{
-    if (previous_process_utility)
-        previous_process_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
-    else
-        standard_ProcessUtility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
-}
-
-void guard_process_utility(PlannedStmt* pstmt, const char* query_string, bool read_only_tree,
-                           ProcessUtilityContext context, ParamListInfo params,
-                           QueryEnvironment* query_env, DestReceiver* dest, QueryCompletion* qc)
-{
-    Node* statement = pstmt->utilityStmt;
-    const bool jobbuf_existed = creates_jobbuf(statement) && OidIsValid(get_extension_oid("jobbuf", true));
-    const char* dbname = IsA(statement, DropdbStmt) ? castNode(DropdbStmt, statement)->dbname : nullptr;
-    JobbufSharedState* slot = dbname != nullptr ? drain_slot_of_database(get_database_oid(dbname, true)) : nullptr;
-    if (slot == nullptr || !drop_would_be_allowed(dbname, context)) {
-        DroppedJobs* dropped = jobs_before_drop(statement);
-        run_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
-        warn_dropped_jobs(dropped);
-        note_database_statement(statement, jobbuf_existed);
-        return;
-    }
-    pid_t worker_pid = slot->worker_pid;
-    volatile TimestampTz until = ask_worker_to_leave(slot);
-    PG_TRY();
-    {
-        if (drop_is_forced(castNode(DropdbStmt, statement)))
-            wait_for_worker_to_leave(worker_pid);
-        run_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
-    }
-    PG_CATCH();
-    {
-        withdraw_request(slot, until);
-        PG_RE_THROW();
-    }
-    PG_END_TRY();
-    note_database_statement(statement, jobbuf_existed);
-}
-
-}  // namespace
-
-void install_drop_database_guard(void)
-{
-    previous_process_utility = ProcessUtility_hook;
-    ProcessUtility_hook = guard_process_utility;
 }
 
 bool drain_worker_must_leave(void)

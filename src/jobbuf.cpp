@@ -1,15 +1,16 @@
 // Postgres regime: the module entry point. _PG_init defines the GUCs, and, when loaded through
-// shared_preload_libraries, reserves shared memory and registers the launcher worker; in every
+// shared_preload_libraries, reserves shared memory, installs the ProcessUtility hook
+// (utility_hook.h) and registers the launcher worker; in every
 // process it registers (once) the commit wake-up and the queue-cache invalidation callbacks.
 #include "pg_includes.h"
 
 #include "commit_wakeup.h"
-#include "drop_database_guard.h"
 #include "installation_identity.h"
 #include "launcher_signal.h"
 #include "staging/queue_cache.h"
 #include "settings.h"
 #include "shared_state.h"
+#include "utility_hook.h"
 
 extern "C" {
 #include "postmaster/bgworker.h"
@@ -45,7 +46,7 @@ void _PG_init(void)
     register_installation_identity_invalidation();
     if (process_shared_preload_libraries_in_progress) {
         jobbuf_shared_state_install_hooks();
-        install_drop_database_guard();
+        install_utility_hook();
         register_launcher();
     }
 }
