@@ -84,7 +84,7 @@ GRANT EXECUTE ON FUNCTION jobbuf_cluster_nodes() TO jobbuf_admin;
 
 -- Copies of a database (issue: a restored or copied database delivered its jobs again): the
 -- installation's identity, recorded by every job; held jobs; the claim paths and statistics that
--- skip them. (src/sql/00_schema.sql, 30_inspection.sql, 40_claim.sql, 60_copies.sql,
+-- skip them. (src/sql/00_schema.sql, 30_inspection.sql, 40_claim_slots.sql to 42_claim_settle.sql, 60_copies.sql,
 -- 90_privileges.sql)
 -- The installation's identity: made by CREATE EXTENSION, one row, never dumped (not a
 -- configuration table), so a database restored from a dump gets an identity of its own. Jobs
@@ -487,7 +487,7 @@ END $$;
 REVOKE ALL ON FUNCTION jobbuf_queue_for(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION jobbuf_queue_for(text, text) TO jobbuf_producer, jobbuf_admin;
 
--- Claims (src/sql/00_schema.sql, 40_claim.sql): claim-lock slots made by the first claim that
+-- Claims (src/sql/00_schema.sql, 40_claim_slots.sql, 41_claim.sql): claim-lock slots made by the first claim that
 -- needs one instead of 257 rows per queue at its creation (a database restored by pg_restore -j
 -- had none, and every claim needing one failed); claims without partition key bounded in work
 -- (they walked every partition); error texts of failed jobs bounded to 8,192 characters (a
@@ -948,7 +948,7 @@ BEGIN
 END $$;
 REVOKE ALL ON FUNCTION jobbuf.check_each_payload(text, text, bigint, jsonb) FROM PUBLIC;
 
--- Operations: metrics (src/sql/00_schema.sql, 30_inspection.sql, 40_claim.sql, 90_privileges.sql;
+-- Operations: metrics (src/sql/00_schema.sql, 30_inspection.sql, 42_claim_settle.sql, 90_privileges.sql;
 -- docs/operations.md). The worker's census of each queue in jobbuf.queue_stats, consumer
 -- failures counted apart, jobbuf_stats() in O(queues), jobbuf_queue_metrics(), the exporter's
 -- functions and the jobbuf_monitor role.
@@ -1168,7 +1168,7 @@ GRANT EXECUTE ON FUNCTION jobbuf_prometheus_worker() TO jobbuf_producer, jobbuf_
 GRANT EXECUTE ON FUNCTION jobbuf_stats() TO jobbuf_monitor;
 GRANT EXECUTE ON FUNCTION jobbuf_worker_status() TO jobbuf_monitor;
 
--- Copies of a database, dead letters (src/sql/00_schema.sql, 40_claim.sql, 50_dead_letters.sql,
+-- Copies of a database, dead letters (src/sql/00_schema.sql, 41_claim.sql, 42_claim_settle.sql, 50_dead_letters.sql,
 -- 60_copies.sql; docs/copies.md): a dead letter keeps its job's origin and owner, and
 -- jobbuf_retry_dead puts it back with both, so a copy's retried dead letters are held there and a
 -- retried job keeps the ids consumers saw. Held dead letters are adopted by
