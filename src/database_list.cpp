@@ -4,12 +4,13 @@
 #include "pg_includes.h"
 
 #include "database_list.h"
-#include "settings.h"
 
 extern "C" {
 #include "nodes/pg_list.h"
 #include "utils/varlena.h"
 }
+
+char* jobbuf_database = nullptr;
 
 namespace {
 

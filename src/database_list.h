@@ -4,6 +4,8 @@
 #pragma once
 #include "pg_includes.h"
 
+extern char* jobbuf_database;  // jobbuf.database (postmaster; settings.cpp defines the GUC): '*' or a list
+
 // Whether value is a valid jobbuf.database; otherwise false with the reason in detail.
 bool database_list_valid(const char* value, char* detail, size_t detail_len);
 

@@ -13,7 +13,6 @@ extern "C" {
 #include "utils/guc.h"
 }
 
-char* jobbuf_database = nullptr;
 char* jobbuf_redis_url = nullptr;
 char* jobbuf_redis_password_file = nullptr;
 int jobbuf_max_workers = 8;

@@ -6,7 +6,7 @@
 
 // The jobbuf.redis_* settings are suset: postgresql.conf, or per database with ALTER DATABASE ...
 // SET by a superuser (that database's worker only; see worker/database_settings.h).
-extern char* jobbuf_database;     // jobbuf.database (postmaster): '*' or a list, see database_list.h
+// jobbuf.database (postmaster) is jobbuf_database, declared in database_list.h.
 extern int jobbuf_max_workers;    // jobbuf.max_workers (postmaster)
 extern char* jobbuf_redis_url;    // jobbuf.redis_url (suset, superuser-only)
 extern char* jobbuf_redis_password_file;  // jobbuf.redis_password_file (suset, superuser-only)

@@ -18,8 +18,10 @@ build_and_install() {
   make -s install >/dev/null
 }
 
+# The include graph of src/ (no two-way arrow), then the GoogleTest tests of src/redis/.
 run_unit() {
-  make -s -j"$(nproc)" -C test/unit
+  bash test/unit/include_graph.sh &&
+    make -s -j"$(nproc)" -C test/unit
 }
 
 # SQL surface with expected output (test/regress/sql/*.sql, test/regress/expected/*.out), against a private cluster.

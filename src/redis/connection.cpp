@@ -14,6 +14,7 @@
 
 #include "redis/connection.h"
 #include "redis/free_with.h"
+#include "redis/net/stream_opener.h"
 
 namespace jobbuf::redis {
 namespace {

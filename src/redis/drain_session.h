@@ -9,24 +9,10 @@
 
 #include "redis/io_waiter.h"
 #include "redis/job_types.h"
+#include "redis/session_report.h"
 #include "redis/target_handle.h"
 
 namespace jobbuf::redis {
-
-constexpr std::size_t kMessageLen = 512;
-
-struct SessionReport {
-    enum class Status {
-        Ok,           // the call did what it said (deliver: results[] are valid)
-        Unavailable,  // cannot connect / connection lost / timeout: retry after backoff
-        Refused,      // Redis answered but refused the whole unit (OOM, EXECABORT): retry later
-        Interrupted,  // shutdown requested while waiting
-        BadConfig,    // jobbuf.redis_url does not parse
-        Held,         // another cluster holds the delivery lease (drain_session_set_lease): nothing sent
-    };
-    Status status = Status::Ok;
-    char message[kMessageLen] = {0};  // one line, never the password
-};
 
 class DrainSession;
 

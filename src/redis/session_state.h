@@ -12,9 +12,9 @@
 #include "redis/cluster/cluster_links.h"
 #include "redis/connection.h"
 #include "redis/delivery.h"
-#include "redis/drain_session.h"
 #include "redis/endpoint.h"
 #include "redis/net/sentinel_locator.h"
+#include "redis/session_report.h"
 
 namespace jobbuf::redis {
 

@@ -5,6 +5,7 @@
 // SQL declares: one row, the worker of the current database).
 #include "pg_includes.h"
 
+#include "database_list.h"
 #include "settings.h"
 #include "shared_state.h"
 

@@ -50,9 +50,4 @@ public:
     virtual long queued_for_peer() const noexcept = 0;
 };
 
-// Opens the byte stream the endpoint asks for (the one place that chooses among stream kinds),
-// within the deadline. On failure *stream is empty and the status says why.
-RedisStatus open_byte_stream(const RedisEndpoint& endpoint, const IoDeadline& deadline, IoWaiter& waiter,
-                             std::unique_ptr<ByteStream>* stream) noexcept;
-
 }  // namespace jobbuf::redis

@@ -1,9 +1,9 @@
-// Pure C++ regime: the one place that picks a byte stream for an endpoint (see byte_stream.h).
+// Pure C++ regime: the one place that picks a byte stream for an endpoint (see stream_opener.h).
 // Each kind of stream has its own file beside this one: socket_stream (plain TCP or unix socket),
 // tls_stream (rediss://). A Sentinel endpoint is located first (sentinel_locator.h).
 #include "redis/regime.h"
 
-#include "redis/net/byte_stream.h"
+#include "redis/net/stream_opener.h"
 #include "redis/net/socket_stream.h"
 #include "redis/net/tls_stream.h"
 

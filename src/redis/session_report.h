@@ -1,0 +1,24 @@
+// Pure C++ regime: SessionReport, what every call of the drain session (drain_session.h) answers,
+// as plain data: a status and a one-line message. Below both the session's interface
+// (drain_session.h) and its state (session_state.h).
+#pragma once
+#include <cstddef>
+
+namespace jobbuf::redis {
+
+constexpr std::size_t kMessageLen = 512;
+
+struct SessionReport {
+    enum class Status {
+        Ok,           // the call did what it said (deliver: results[] are valid)
+        Unavailable,  // cannot connect / connection lost / timeout: retry after backoff
+        Refused,      // Redis answered but refused the whole unit (OOM, EXECABORT): retry later
+        Interrupted,  // shutdown requested while waiting
+        BadConfig,    // jobbuf.redis_url does not parse
+        Held,         // another cluster holds the delivery lease (drain_session_set_lease): nothing sent
+    };
+    Status status = Status::Ok;
+    char message[kMessageLen] = {0};  // one line, never the password
+};
+
+}  // namespace jobbuf::redis
