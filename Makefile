@@ -45,7 +45,7 @@ sql/jobbuf--1.2.sql: $(SQL_PARTS)
 
 $(OBJS): $(wildcard src/*.h src/staging/*.h src/worker/*.h src/redis/*.h src/redis/*/*.h)
 
-.PHONY: deps demo test test-preview test-unit test-faults bench print-regress package-check
+.PHONY: deps demo test test-preview test-unit test-faults bench print-regress package-check format
 deps:
 	bash scripts/install-deps.sh
 
@@ -94,3 +94,8 @@ package-check:
 
 print-regress:
 	@echo $(REGRESS)
+
+# The house style (.clang-format; clang-format from Debian's clang-format package) on every C++
+# file of the extension and its unit tests.
+format:
+	clang-format -i $$(git ls-files 'src/*.cpp' 'src/*.h' 'test/unit/*.cpp' 'test/unit/*.h')

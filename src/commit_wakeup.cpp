@@ -13,12 +13,12 @@ extern "C" {
 #include "common/hashfn.h"
 }
 
-static uint64 staged_queue_bits = 0;    // wake bits of the queues this transaction staged into
+static uint64 staged_queue_bits = 0;  // wake bits of the queues this transaction staged into
 constexpr int kLocalQueues = 8;
-static uint64 staged_hashes[kLocalQueues];  // their wake hashes, while they fit
-static int staged_hash_count = 0;           // kLocalQueues + 1: more queues than fit
+static uint64 staged_hashes[kLocalQueues];     // their wake hashes, while they fit
+static int staged_hash_count = 0;              // kLocalQueues + 1: more queues than fit
 static int64 lowest_staged_id = PG_INT64_MAX;  // the lowest job id it staged
-static bool queues_changed = false;     // this transaction changed jobbuf.queues
+static bool queues_changed = false;            // this transaction changed jobbuf.queues
 
 uint64 queue_wake_hash(const char* queue)
 {
@@ -159,19 +159,19 @@ StagedWork take_staged_work(void)
 static void on_transaction_event(XactEvent event, void* arg)
 {
     switch (event) {
-    case XACT_EVENT_COMMIT:
-    case XACT_EVENT_PARALLEL_COMMIT:
-        if (staged_queue_bits != 0)
-            wake_worker();
-        forget_transaction();
-        break;
-    case XACT_EVENT_ABORT:
-    case XACT_EVENT_PARALLEL_ABORT:
-    case XACT_EVENT_PREPARE:  // COMMIT PREPARED runs elsewhere: the worker's full rounds cover it
-        forget_transaction();
-        break;
-    default:
-        break;
+        case XACT_EVENT_COMMIT:
+        case XACT_EVENT_PARALLEL_COMMIT:
+            if (staged_queue_bits != 0)
+                wake_worker();
+            forget_transaction();
+            break;
+        case XACT_EVENT_ABORT:
+        case XACT_EVENT_PARALLEL_ABORT:
+        case XACT_EVENT_PREPARE:  // COMMIT PREPARED runs elsewhere: the worker's full rounds cover it
+            forget_transaction();
+            break;
+        default:
+            break;
     }
 }
 

@@ -23,8 +23,8 @@ extern "C" {
 #include "access/xact.h"
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
-#include "nodes/parsenodes.h"
 #include "miscadmin.h"
+#include "nodes/parsenodes.h"
 #include "replication/slot.h"
 #include "storage/latch.h"
 #include "storage/procarray.h"
@@ -91,7 +91,7 @@ void wait_for_worker_to_leave(pid_t pid)
 {
     TimestampTz give_up = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), kForceWaitMs);
     while (pid != 0 && BackendPidGetProc(pid) != nullptr && GetCurrentTimestamp() < give_up) {
-        (void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10, PG_WAIT_EXTENSION);
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10, PG_WAIT_EXTENSION);
         ResetLatch(MyLatch);
         CHECK_FOR_INTERRUPTS();
     }

@@ -2,8 +2,8 @@
 #include "pg_includes.h"
 
 #include "drop_extension_report.h"
-#include "pg_compat.h"
 #include "extension_version.h"
+#include "pg_compat.h"
 
 extern "C" {
 #include "catalog/namespace.h"
@@ -53,7 +53,8 @@ DroppedJobs* jobs_before_drop(Node* statement)
         return nullptr;
     // Held jobs exist from 1.2 on: older SQL has no owner column (its library may be newer).
     bool has_owner = installed_jobbuf().state == InstalledExtension::Current;
-    const char* held = has_owner ? "pg_catalog.count(*) FILTER (WHERE j.owner OPERATOR(pg_catalog.<>) jobbuf.installation_id())" : "0";
+    const char* held =
+        has_owner ? "pg_catalog.count(*) FILTER (WHERE j.owner OPERATOR(pg_catalog.<>) jobbuf.installation_id())" : "0";
     const char* own = has_owner ? "j.owner OPERATOR(pg_catalog.=) jobbuf.installation_id()" : "true";
     char* sql = psprintf(
         "SELECT pg_catalog.format('queue %%I: %%s job(s) (%%s waiting, %%s scheduled, %%s claimed, %%s held)',"
@@ -72,12 +73,14 @@ DroppedJobs* jobs_before_drop(Node* statement)
         MemoryContext outer = CurTransactionContext;  // outlives SPI_finish, lives until the drop is done
         dropped = static_cast<DroppedJobs*>(MemoryContextAllocZero(outer, sizeof(DroppedJobs)));
         dropped->queues = SPI_processed;
-        dropped->lines = static_cast<char**>(MemoryContextAllocZero(outer, sizeof(char*) * Min(SPI_processed, kNamedQueues)));
+        dropped->lines =
+            static_cast<char**>(MemoryContextAllocZero(outer, sizeof(char*) * Min(SPI_processed, kNamedQueues)));
         for (uint64 i = 0; i < SPI_processed; i++) {
             bool isnull = false;
             dropped->total += DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
             if (i < kNamedQueues)
-                dropped->lines[i] = MemoryContextStrdup(outer, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+                dropped->lines[i] =
+                    MemoryContextStrdup(outer, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
         }
     }
     SPI_finish();
@@ -92,6 +95,7 @@ void warn_dropped_jobs(const DroppedJobs* dropped)
         ereport(WARNING, (errmsg("jobbuf: DROP EXTENSION discarded the jobs of %s", dropped->lines[i]),
                           errhint("Before uninstalling, drain the queues first: see docs/uninstalling.md.")));
     if (dropped->queues > kNamedQueues)
-        ereport(WARNING, (errmsg("jobbuf: DROP EXTENSION discarded " INT64_FORMAT " job(s) in " UINT64_FORMAT " queues in all",
-                                 dropped->total, dropped->queues)));
+        ereport(WARNING,
+                (errmsg("jobbuf: DROP EXTENSION discarded " INT64_FORMAT " job(s) in " UINT64_FORMAT " queues in all",
+                        dropped->total, dropped->queues)));
 }

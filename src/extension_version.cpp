@@ -19,8 +19,7 @@ InstalledJobbuf installed_jobbuf(void)
     InstalledJobbuf found{InstalledExtension::Missing, InvalidOid, ""};
     Relation catalog = table_open(ExtensionRelationId, AccessShareLock);
     ScanKeyData key;
-    ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
-                CStringGetDatum("jobbuf"));
+    ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ, CStringGetDatum("jobbuf"));
     SysScanDesc scan = systable_beginscan(catalog, ExtensionNameIndexId, true, nullptr, 1, &key);
     HeapTuple tuple = systable_getnext(scan);
     if (HeapTupleIsValid(tuple)) {
@@ -30,8 +29,8 @@ InstalledJobbuf installed_jobbuf(void)
         found.extension_oid = row->oid;
         if (!isnull)
             text_to_cstring_buffer(DatumGetTextPP(version), found.version, sizeof(found.version));
-        found.state = strcmp(found.version, kJobbufSqlVersion) == 0 ? InstalledExtension::Current
-                                                                    : InstalledExtension::Outdated;
+        found.state =
+            strcmp(found.version, kJobbufSqlVersion) == 0 ? InstalledExtension::Current : InstalledExtension::Outdated;
     }
     systable_endscan(scan);
     table_close(catalog, AccessShareLock);

@@ -16,10 +16,9 @@ enum class InstalledExtension {
 
 struct InstalledJobbuf {
     InstalledExtension state;
-    Oid extension_oid;                // InvalidOid when missing
-    char version[NAMEDATALEN];        // "" when missing
+    Oid extension_oid;          // InvalidOid when missing
+    char version[NAMEDATALEN];  // "" when missing
 };
 
 // Reads pg_extension (no SQL statement: nothing a role could shadow). Needs a transaction.
 InstalledJobbuf installed_jobbuf(void);
-

@@ -4,12 +4,12 @@
 #include "installation_identity.h"
 
 extern "C" {
-#include "catalog/namespace.h"
-#include "commands/trigger.h"
-#include "common/hashfn.h"
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "catalog/namespace.h"
+#include "commands/trigger.h"
+#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -49,7 +49,7 @@ pg_uuid_t derived_for_this_database(const pg_uuid_t& row_id)
 
 void register_installation_identity_invalidation(void)
 {
-    CacheRegisterRelcacheCallback(on_relcache_invalidation, (Datum) 0);
+    CacheRegisterRelcacheCallback(on_relcache_invalidation, (Datum)0);
 }
 
 bool own_installation_id(pg_uuid_t* id)

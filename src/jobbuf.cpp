@@ -7,9 +7,9 @@
 #include "commit_wakeup.h"
 #include "installation_identity.h"
 #include "launcher_signal.h"
-#include "staging/queue_cache.h"
 #include "settings.h"
 #include "shared_state.h"
+#include "staging/queue_cache.h"
 #include "utility_hook.h"
 
 extern "C" {

@@ -22,10 +22,18 @@ struct JobsColumnShape {
     bool not_null;
 };
 const JobsColumnShape kColumns[kJobsColumns] = {
-    {"id", INT8OID, true},           {"queue", TEXTOID, true},         {"payload", JSONBOID, true},
-    {"run_at", TIMESTAMPTZOID, true}, {"unique_key", TEXTOID, false},  {"partition_key", TEXTOID, false},
-    {"staged_at", TIMESTAMPTZOID, true}, {"attempts", INT4OID, true},  {"last_error", TEXTOID, false},
-    {"group_id", UUIDOID, false},    {"lease_until", TIMESTAMPTZOID, false}, {"origin", UUIDOID, true},
+    {"id", INT8OID, true},
+    {"queue", TEXTOID, true},
+    {"payload", JSONBOID, true},
+    {"run_at", TIMESTAMPTZOID, true},
+    {"unique_key", TEXTOID, false},
+    {"partition_key", TEXTOID, false},
+    {"staged_at", TIMESTAMPTZOID, true},
+    {"attempts", INT4OID, true},
+    {"last_error", TEXTOID, false},
+    {"group_id", UUIDOID, false},
+    {"lease_until", TIMESTAMPTZOID, false},
+    {"origin", UUIDOID, true},
     {"owner", UUIDOID, true},
 };
 constexpr AttrNumber kQueuesName = 1;  // jobbuf.queues (name, ...)
@@ -37,8 +45,7 @@ bool columns_are_pristine(TupleDesc desc)
     for (int i = 0; i < kJobsColumns; i++) {
         Form_pg_attribute column = TupleDescAttr(desc, i);
         if (column->attisdropped || column->attgenerated || column->atttypid != kColumns[i].type ||
-            (kColumns[i].not_null && !column->attnotnull) ||
-            strcmp(NameStr(column->attname), kColumns[i].name) != 0)
+            (kColumns[i].not_null && !column->attnotnull) || strcmp(NameStr(column->attname), kColumns[i].name) != 0)
             return false;
     }
     return true;
@@ -121,13 +128,14 @@ AttrNumber jobs_column_number_if_present(TupleDesc desc, JobsColumn column)
         if (attribute->attisdropped || strcmp(NameStr(attribute->attname), shape.name) != 0)
             continue;
         if (attribute->atttypid != shape.type)
-            ereport(ERROR,
-                    (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                     errmsg("jobbuf: column \"%s\" of jobbuf.jobs is of type %s, not %s as the extension created it",
-                            shape.name, format_type_be(attribute->atttypid), format_type_be(shape.type)),
-                     errhint("jobbuf reads the column as %s: ALTER TABLE jobbuf.jobs ALTER COLUMN %s TYPE %s USING %s::%s",
-                             format_type_be(shape.type), shape.name, format_type_be(shape.type), shape.name,
-                             format_type_be(shape.type))));
+            ereport(
+                ERROR,
+                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                 errmsg("jobbuf: column \"%s\" of jobbuf.jobs is of type %s, not %s as the extension created it",
+                        shape.name, format_type_be(attribute->atttypid), format_type_be(shape.type)),
+                 errhint("jobbuf reads the column as %s: ALTER TABLE jobbuf.jobs ALTER COLUMN %s TYPE %s USING %s::%s",
+                         format_type_be(shape.type), shape.name, format_type_be(shape.type), shape.name,
+                         format_type_be(shape.type))));
         return static_cast<AttrNumber>(at + 1);
     }
     return InvalidAttrNumber;

@@ -12,9 +12,19 @@ extern "C" {
 
 // Column numbers of jobbuf.jobs (see 00_schema.sql), 1-based.
 enum JobsColumn {
-    kJobsId = 1, kJobsQueue, kJobsPayload, kJobsRunAt, kJobsUniqueKey, kJobsPartitionKey,
-    kJobsStagedAt, kJobsAttempts, kJobsLastError, kJobsGroupId, kJobsLeaseUntil,
-    kJobsOrigin, kJobsOwner,  // 1.2
+    kJobsId = 1,
+    kJobsQueue,
+    kJobsPayload,
+    kJobsRunAt,
+    kJobsUniqueKey,
+    kJobsPartitionKey,
+    kJobsStagedAt,
+    kJobsAttempts,
+    kJobsLastError,
+    kJobsGroupId,
+    kJobsLeaseUntil,
+    kJobsOrigin,
+    kJobsOwner,  // 1.2
 };
 constexpr int kJobsColumns = kJobsOwner;
 

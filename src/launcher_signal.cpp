@@ -43,19 +43,19 @@ void announce(void)
 void on_transaction_event(XactEvent event, void* arg)
 {
     switch (event) {
-    case XACT_EVENT_COMMIT:
-    case XACT_EVENT_PARALLEL_COMMIT:
-        if (extension_created || databases_changed)
-            announce();
-        extension_created = databases_changed = false;
-        break;
-    case XACT_EVENT_ABORT:
-    case XACT_EVENT_PARALLEL_ABORT:
-    case XACT_EVENT_PREPARE:
-        extension_created = databases_changed = false;
-        break;
-    default:
-        break;
+        case XACT_EVENT_COMMIT:
+        case XACT_EVENT_PARALLEL_COMMIT:
+            if (extension_created || databases_changed)
+                announce();
+            extension_created = databases_changed = false;
+            break;
+        case XACT_EVENT_ABORT:
+        case XACT_EVENT_PARALLEL_ABORT:
+        case XACT_EVENT_PREPARE:
+            extension_created = databases_changed = false;
+            break;
+        default:
+            break;
     }
 }
 
@@ -75,32 +75,33 @@ bool drops_jobbuf(const DropStmt* drop)
 
 bool creates_jobbuf(Node* statement)
 {
-    return IsA(statement, CreateExtensionStmt) && strcmp(castNode(CreateExtensionStmt, statement)->extname, "jobbuf") == 0;
+    return IsA(statement, CreateExtensionStmt) &&
+           strcmp(castNode(CreateExtensionStmt, statement)->extname, "jobbuf") == 0;
 }
 
 void note_database_statement(Node* statement, bool jobbuf_existed)
 {
     switch (nodeTag(statement)) {
-    case T_CreateExtensionStmt:
-        // Only a CREATE EXTENSION that created it: "IF NOT EXISTS" on an installed jobbuf needs no
-        // privilege at all, and must not let any role wake the launcher.
-        extension_created = extension_created ||
-                            (creates_jobbuf(statement) && !jobbuf_existed && OidIsValid(get_extension_oid("jobbuf", true)));
-        break;
-    case T_CreatedbStmt:
-    case T_AlterDatabaseStmt:
-    case T_DropdbStmt:
-        databases_changed = true;
-        break;
-    case T_DropStmt:
-        if (drops_jobbuf(castNode(DropStmt, statement)))
-            note_queues_changed();
-        break;
-    case T_RenameStmt:
-        databases_changed = databases_changed || castNode(RenameStmt, statement)->renameType == OBJECT_DATABASE;
-        break;
-    default:
-        break;
+        case T_CreateExtensionStmt:
+            // Only a CREATE EXTENSION that created it: "IF NOT EXISTS" on an installed jobbuf needs no
+            // privilege at all, and must not let any role wake the launcher.
+            extension_created = extension_created || (creates_jobbuf(statement) && !jobbuf_existed &&
+                                                      OidIsValid(get_extension_oid("jobbuf", true)));
+            break;
+        case T_CreatedbStmt:
+        case T_AlterDatabaseStmt:
+        case T_DropdbStmt:
+            databases_changed = true;
+            break;
+        case T_DropStmt:
+            if (drops_jobbuf(castNode(DropStmt, statement)))
+                note_queues_changed();
+            break;
+        case T_RenameStmt:
+            databases_changed = databases_changed || castNode(RenameStmt, statement)->renameType == OBJECT_DATABASE;
+            break;
+        default:
+            break;
     }
 }
 

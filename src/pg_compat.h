@@ -60,8 +60,7 @@ struct JobbufRangeTable {
 };
 
 static inline JobbufRangeTable jobbuf_relation_range_table(Relation rel, LOCKMODE lockmode, AclMode required,
-                                                           Bitmapset* inserted_columns,
-                                                           Bitmapset* selected_columns)
+                                                           Bitmapset* inserted_columns, Bitmapset* selected_columns)
 {
     RangeTblEntry* rte = makeNode(RangeTblEntry);
     rte->rtekind = RTE_RELATION;
@@ -99,8 +98,7 @@ static inline void jobbuf_check_permissions(JobbufRangeTable table)
 static inline void jobbuf_init_range_table(EState* estate, JobbufRangeTable table)
 {
 #if PG_VERSION_NUM >= 180000
-    ExecInitRangeTable(estate, table.entries, table.permissions,
-                       bms_add_range(nullptr, 1, list_length(table.entries)));
+    ExecInitRangeTable(estate, table.entries, table.permissions, bms_add_range(nullptr, 1, list_length(table.entries)));
 #elif PG_VERSION_NUM >= 160000
     ExecInitRangeTable(estate, table.entries, table.permissions);
 #else
@@ -145,17 +143,47 @@ static inline struct config_generic** jobbuf_guc_variables(int* count)
 
 // The type-specific fields of a setting, by its vartype.
 #if PG_VERSION_NUM >= 190000
-static inline config_bool* jobbuf_guc_bool(config_generic* var) { return &var->_bool; }
-static inline config_int* jobbuf_guc_int(config_generic* var) { return &var->_int; }
-static inline config_real* jobbuf_guc_real(config_generic* var) { return &var->_real; }
-static inline config_string* jobbuf_guc_string(config_generic* var) { return &var->_string; }
-static inline config_enum* jobbuf_guc_enum(config_generic* var) { return &var->_enum; }
+static inline config_bool* jobbuf_guc_bool(config_generic* var)
+{
+    return &var->_bool;
+}
+static inline config_int* jobbuf_guc_int(config_generic* var)
+{
+    return &var->_int;
+}
+static inline config_real* jobbuf_guc_real(config_generic* var)
+{
+    return &var->_real;
+}
+static inline config_string* jobbuf_guc_string(config_generic* var)
+{
+    return &var->_string;
+}
+static inline config_enum* jobbuf_guc_enum(config_generic* var)
+{
+    return &var->_enum;
+}
 #else
-static inline config_bool* jobbuf_guc_bool(config_generic* var) { return reinterpret_cast<config_bool*>(var); }
-static inline config_int* jobbuf_guc_int(config_generic* var) { return reinterpret_cast<config_int*>(var); }
-static inline config_real* jobbuf_guc_real(config_generic* var) { return reinterpret_cast<config_real*>(var); }
-static inline config_string* jobbuf_guc_string(config_generic* var) { return reinterpret_cast<config_string*>(var); }
-static inline config_enum* jobbuf_guc_enum(config_generic* var) { return reinterpret_cast<config_enum*>(var); }
+static inline config_bool* jobbuf_guc_bool(config_generic* var)
+{
+    return reinterpret_cast<config_bool*>(var);
+}
+static inline config_int* jobbuf_guc_int(config_generic* var)
+{
+    return reinterpret_cast<config_int*>(var);
+}
+static inline config_real* jobbuf_guc_real(config_generic* var)
+{
+    return reinterpret_cast<config_real*>(var);
+}
+static inline config_string* jobbuf_guc_string(config_generic* var)
+{
+    return reinterpret_cast<config_string*>(var);
+}
+static inline config_enum* jobbuf_guc_enum(config_generic* var)
+{
+    return reinterpret_cast<config_enum*>(var);
+}
 #endif
 
 // The name of an enum setting's value.

@@ -12,9 +12,9 @@ extern "C" {
 }
 
 // PG_FUNCTION_INFO_V1 declares the function without C linkage in PG15: use this instead.
-#define JOBBUF_SQL_FUNCTION(name)                       \
-    extern "C" {                                        \
-    PGDLLEXPORT Datum name(PG_FUNCTION_ARGS);           \
-    PG_FUNCTION_INFO_V1(name);                          \
-    }                                                   \
+#define JOBBUF_SQL_FUNCTION(name)                                                                                      \
+    extern "C" {                                                                                                       \
+    PGDLLEXPORT Datum name(PG_FUNCTION_ARGS);                                                                          \
+    PG_FUNCTION_INFO_V1(name);                                                                                         \
+    }                                                                                                                  \
     Datum name(PG_FUNCTION_ARGS)

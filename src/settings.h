@@ -7,21 +7,21 @@
 // The jobbuf.redis_* settings are suset: postgresql.conf, or per database with ALTER DATABASE ...
 // SET by a superuser (that database's worker only; see worker/database_settings.h).
 // jobbuf.database (postmaster) is jobbuf_database, declared in database_list.h.
-extern int jobbuf_max_workers;    // jobbuf.max_workers (postmaster)
-extern char* jobbuf_redis_url;    // jobbuf.redis_url (suset, superuser-only)
+extern int jobbuf_max_workers;            // jobbuf.max_workers (postmaster)
+extern char* jobbuf_redis_url;            // jobbuf.redis_url (suset, superuser-only)
 extern char* jobbuf_redis_password_file;  // jobbuf.redis_password_file (suset, superuser-only)
-extern int jobbuf_batch_size;     // jobbuf.batch_size
-extern int jobbuf_batch_max_bytes;  // jobbuf.batch_max_bytes, bytes
-extern int jobbuf_poll_interval;  // jobbuf.poll_interval, milliseconds
-extern int jobbuf_redis_timeout;  // jobbuf.redis_timeout, milliseconds (suset)
-extern bool jobbuf_enabled;       // jobbuf.enabled
+extern int jobbuf_batch_size;             // jobbuf.batch_size
+extern int jobbuf_batch_max_bytes;        // jobbuf.batch_max_bytes, bytes
+extern int jobbuf_poll_interval;          // jobbuf.poll_interval, milliseconds
+extern int jobbuf_redis_timeout;          // jobbuf.redis_timeout, milliseconds (suset)
+extern bool jobbuf_enabled;               // jobbuf.enabled
 // Production Redis (suset; the files superuser-only): TLS, Sentinel, replica acknowledgement.
-extern int jobbuf_redis_tls_verify;             // jobbuf.redis_tls_verify: TlsOptions::Verify
-extern char* jobbuf_redis_tls_ca_file;          // jobbuf.redis_tls_ca_file
-extern char* jobbuf_redis_tls_cert_file;        // jobbuf.redis_tls_cert_file
-extern char* jobbuf_redis_tls_key_file;         // jobbuf.redis_tls_key_file
+extern int jobbuf_redis_tls_verify;                // jobbuf.redis_tls_verify: TlsOptions::Verify
+extern char* jobbuf_redis_tls_ca_file;             // jobbuf.redis_tls_ca_file
+extern char* jobbuf_redis_tls_cert_file;           // jobbuf.redis_tls_cert_file
+extern char* jobbuf_redis_tls_key_file;            // jobbuf.redis_tls_key_file
 extern char* jobbuf_redis_sentinel_password_file;  // jobbuf.redis_sentinel_password_file
-extern int jobbuf_redis_min_replicas;           // jobbuf.redis_min_replicas
+extern int jobbuf_redis_min_replicas;              // jobbuf.redis_min_replicas
 
 void jobbuf_define_settings(void);
 

@@ -48,14 +48,14 @@ struct JobbufSharedState {
     slock_t woken_mutex;
     int woken_count;
     bool woken_overflow;
-    uint64 woken[kWokenQueues];          // wake hashes
-    int64 woken_lowest_id[kWokenQueues]; // the lowest job id a commit naming that queue staged
+    uint64 woken[kWokenQueues];           // wake hashes
+    int64 woken_lowest_id[kWokenQueues];  // the lowest job id a commit naming that queue staged
     // The lowest job id committed since the worker last looked (PG_UINT64_MAX: none): the worker
     // rewinds its queue cursors to it (queue_progress.h).
     pg_atomic_uint64 lowest_staged_id;
     // Bumped after each commit that changed jobbuf.queues: the worker reloads its queue list.
     pg_atomic_uint32 queues_generation;
-    Latch* worker_latch;     // the drain worker's MyLatch; NULL when none runs
+    Latch* worker_latch;  // the drain worker's MyLatch; NULL when none runs
 
     // Status, written by the drain worker; the mutex guards the non-atomic fields.
     slock_t mutex;
@@ -87,10 +87,10 @@ struct JobbufLauncherState {
     Oid created[kCreatedPending];
     // Bumped by CREATE / ALTER / RENAME DATABASE: the launcher reads pg_database again.
     pg_atomic_uint32 databases_changed;
-    int left_out_count;     // all of them; the first kLeftOutShown are named below
+    int left_out_count;  // all of them; the first kLeftOutShown are named below
     Oid left_out[kLeftOutShown];
     char left_out_names[kLeftOutShown][NAMEDATALEN];
-    int drain_slots;        // jobbuf.max_workers; slots[drain_slots] is the probe's
+    int drain_slots;  // jobbuf.max_workers; slots[drain_slots] is the probe's
     JobbufSharedState slots[FLEXIBLE_ARRAY_MEMBER];
 };
 

@@ -19,9 +19,8 @@ namespace {
 
 ProcessUtility_hook_type previous_process_utility = nullptr;
 
-void run_utility(PlannedStmt* pstmt, const char* query_string, bool read_only_tree,
-                 ProcessUtilityContext context, ParamListInfo params, QueryEnvironment* query_env,
-                 DestReceiver* dest, QueryCompletion* qc)
+void run_utility(PlannedStmt* pstmt, const char* query_string, bool read_only_tree, ProcessUtilityContext context,
+                 ParamListInfo params, QueryEnvironment* query_env, DestReceiver* dest, QueryCompletion* qc)
 {
     if (previous_process_utility)
         previous_process_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);
@@ -30,8 +29,8 @@ void run_utility(PlannedStmt* pstmt, const char* query_string, bool read_only_tr
 }
 
 void jobbuf_process_utility(PlannedStmt* pstmt, const char* query_string, bool read_only_tree,
-                            ProcessUtilityContext context, ParamListInfo params,
-                            QueryEnvironment* query_env, DestReceiver* dest, QueryCompletion* qc)
+                            ProcessUtilityContext context, ParamListInfo params, QueryEnvironment* query_env,
+                            DestReceiver* dest, QueryCompletion* qc)
 {
     Node* statement = pstmt->utilityStmt;
     const bool jobbuf_existed = creates_jobbuf(statement) && OidIsValid(get_extension_oid("jobbuf", true));

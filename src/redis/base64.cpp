@@ -19,7 +19,8 @@ void append_base64(std::string_view bytes, std::string* out)
         out->push_back(kAlphabet[v & 63]);
     }
     std::size_t rest = bytes.size() - i;
-    if (rest == 0) return;
+    if (rest == 0)
+        return;
     unsigned v = byte(i) << 16 | (rest == 2 ? byte(i + 1) << 8 : 0);
     out->push_back(kAlphabet[v >> 18]);
     out->push_back(kAlphabet[(v >> 12) & 63]);

@@ -10,6 +10,9 @@ namespace jobbuf::redis {
 void append_base64(std::string_view bytes, std::string* out);
 
 // The length of the base64 text of n bytes.
-constexpr std::size_t base64_size(std::size_t n) { return (n + 2) / 3 * 4; }
+constexpr std::size_t base64_size(std::size_t n)
+{
+    return (n + 2) / 3 * 4;
+}
 
 }  // namespace jobbuf::redis

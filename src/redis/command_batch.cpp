@@ -25,10 +25,12 @@ void append_header(std::string* wire, char kind, std::size_t n)
 void CommandBatch::add(std::initializer_list<std::string_view> args)
 {
     std::size_t bytes = 16;
-    for (std::string_view a : args) bytes += (a.size() < kReferenceAtLeast ? a.size() : 0) + 16;
+    for (std::string_view a : args)
+        bytes += (a.size() < kReferenceAtLeast ? a.size() : 0) + 16;
     owned_.reserve(owned_.size() + bytes);
     begin(args.size());
-    for (std::string_view a : args) arg(a);
+    for (std::string_view a : args)
+        arg(a);
 }
 
 void CommandBatch::begin(std::size_t argc)
@@ -69,11 +71,13 @@ std::vector<std::string_view> CommandBatch::pieces() const
     std::string_view owned(owned_);
     std::size_t from = 0;
     for (const Reference& ref : references_) {
-        if (ref.owned_offset > from) out.push_back(owned.substr(from, ref.owned_offset - from));
+        if (ref.owned_offset > from)
+            out.push_back(owned.substr(from, ref.owned_offset - from));
         out.push_back(ref.bytes);
         from = ref.owned_offset;
     }
-    if (owned.size() > from) out.push_back(owned.substr(from));
+    if (owned.size() > from)
+        out.push_back(owned.substr(from));
     return out;
 }
 
@@ -81,7 +85,8 @@ std::string CommandBatch::wire() const
 {
     std::string out;
     out.reserve(size());
-    for (std::string_view piece : pieces()) out.append(piece.data(), piece.size());
+    for (std::string_view piece : pieces())
+        out.append(piece.data(), piece.size());
     return out;
 }
 

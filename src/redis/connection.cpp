@@ -26,33 +26,34 @@ constexpr std::size_t kReadChunk = 256 * 1024;
 bool convert_reply(const redisReply* in, RedisReply* out)
 {
     switch (in->type) {
-    case REDIS_REPLY_STRING:
-        out->type = RedisReply::Type::String;
-        out->str.assign(in->str, in->len);
-        return true;
-    case REDIS_REPLY_STATUS:
-        out->type = RedisReply::Type::Status;
-        out->str.assign(in->str, in->len);
-        return true;
-    case REDIS_REPLY_ERROR:
-        out->type = RedisReply::Type::Error;
-        out->str.assign(in->str, in->len);
-        return true;
-    case REDIS_REPLY_INTEGER:
-        out->type = RedisReply::Type::Integer;
-        out->integer = in->integer;
-        return true;
-    case REDIS_REPLY_NIL:
-        out->type = RedisReply::Type::Nil;
-        return true;
-    case REDIS_REPLY_ARRAY:
-        out->type = RedisReply::Type::Array;
-        out->elements.resize(in->elements);
-        for (std::size_t i = 0; i < in->elements; ++i)
-            if (!convert_reply(in->element[i], &out->elements[i])) return false;
-        return true;
-    default:
-        return false;
+        case REDIS_REPLY_STRING:
+            out->type = RedisReply::Type::String;
+            out->str.assign(in->str, in->len);
+            return true;
+        case REDIS_REPLY_STATUS:
+            out->type = RedisReply::Type::Status;
+            out->str.assign(in->str, in->len);
+            return true;
+        case REDIS_REPLY_ERROR:
+            out->type = RedisReply::Type::Error;
+            out->str.assign(in->str, in->len);
+            return true;
+        case REDIS_REPLY_INTEGER:
+            out->type = RedisReply::Type::Integer;
+            out->integer = in->integer;
+            return true;
+        case REDIS_REPLY_NIL:
+            out->type = RedisReply::Type::Nil;
+            return true;
+        case REDIS_REPLY_ARRAY:
+            out->type = RedisReply::Type::Array;
+            out->elements.resize(in->elements);
+            for (std::size_t i = 0; i < in->elements; ++i)
+                if (!convert_reply(in->element[i], &out->elements[i]))
+                    return false;
+            return true;
+        default:
+            return false;
     }
 }
 
@@ -63,7 +64,8 @@ RedisStatus take_replies(redisReader* reader, std::size_t count, std::vector<Red
         void* raw = nullptr;
         if (redisReaderGetReply(reader, &raw) != REDIS_OK)
             return io_failure(Code::ProtocolError, "unparsable reply from Redis", reader->errstr);
-        if (raw == nullptr) break;
+        if (raw == nullptr)
+            break;
         std::unique_ptr<redisReply, FreeWith<freeReplyObject>> reply(static_cast<redisReply*>(raw));
         replies->emplace_back();
         if (!convert_reply(reply.get(), &replies->back()))
@@ -82,8 +84,10 @@ RedisStatus explain_closed_connection(ByteStream& stream, redisReader* reader, s
     char buf[4096];
     for (;;) {
         StreamIo io = stream.receive(buf, sizeof buf);
-        if (io.state != StreamIo::State::Moved || redisReaderFeed(reader, buf, io.bytes) != REDIS_OK) break;
-        if (!take_replies(reader, count, replies).ok()) break;
+        if (io.state != StreamIo::State::Moved || redisReaderFeed(reader, buf, io.bytes) != REDIS_OK)
+            break;
+        if (!take_replies(reader, count, replies).ok())
+            break;
     }
     for (const RedisReply& reply : *replies)
         if (reply.is_error() && reply.str.rfind("ERR Protocol error", 0) == 0)
@@ -118,9 +122,10 @@ RedisStatus round_trip(ByteStream& stream, redisReader* reader, const CommandBat
                 break;
             }
             if (io.state != StreamIo::State::Moved)
-                return explain_closed_connection(
-                    stream, reader, count, replies,
-                    io_failure(Code::IoError, io.error.empty() ? "Redis closed the connection" : io.error.c_str()));
+                return explain_closed_connection(stream, reader, count, replies,
+                                                 io_failure(Code::IoError, io.error.empty()
+                                                                               ? "Redis closed the connection"
+                                                                               : io.error.c_str()));
             moved = true;
             std::size_t sent = io.bytes;
             while (piece < pieces.size() && sent >= pieces[piece].size() - off) {
@@ -131,7 +136,8 @@ RedisStatus round_trip(ByteStream& stream, redisReader* reader, const CommandBat
             off += sent;
         }
         while (replies->size() < count) {
-            if (!buf) buf.reset(new char[kReadChunk]);
+            if (!buf)
+                buf.reset(new char[kReadChunk]);
             StreamIo io = stream.receive(buf.get(), kReadChunk);
             if (io.state == StreamIo::State::Blocked) {
                 receive_blocked = io;
@@ -147,18 +153,23 @@ RedisStatus round_trip(ByteStream& stream, redisReader* reader, const CommandBat
             if (redisReaderFeed(reader, buf.get(), io.bytes) != REDIS_OK)
                 return io_failure(Code::ProtocolError, "unparsable reply from Redis", reader->errstr);
             RedisStatus st = take_replies(reader, count, replies);
-            if (!st.ok()) return st;
+            if (!st.ok())
+                return st;
         }
         bool need_read = replies->size() < count;
         bool need_write = piece < pieces.size();
-        if (!need_read && !need_write) return RedisStatus::success();
-        if (moved) dl.progressed(stream.queued_for_peer());
+        if (!need_read && !need_write)
+            return RedisStatus::success();
+        if (moved)
+            dl.progressed(stream.queued_for_peer());
         bool wait_read = (need_read && receive_blocked.want_read) || (need_write && send_blocked.want_read);
         bool wait_write = (need_read && receive_blocked.want_write) || (need_write && send_blocked.want_write);
         RedisStatus st = wait_for_socket(waiter, stream.fd(), wait_read, wait_write, dl,
                                          need_write ? "sending to Redis" : "waiting for Redis to reply");
-        if (st.code == Code::Timeout && dl.peer_took_bytes(stream.queued_for_peer())) continue;
-        if (!st.ok()) return st;
+        if (st.code == Code::Timeout && dl.peer_took_bytes(stream.queued_for_peer()))
+            continue;
+        if (!st.ok())
+            return st;
     }
 }
 
@@ -167,7 +178,8 @@ std::string scrub(std::string text, const std::string& password)
 {
     if (!password.empty()) {
         std::size_t pos;
-        while ((pos = text.find(password)) != std::string::npos) text.replace(pos, password.size(), "***");
+        while ((pos = text.find(password)) != std::string::npos)
+            text.replace(pos, password.size(), "***");
     }
     return text;
 }
@@ -208,22 +220,27 @@ RedisStatus RedisConnection::connect(const RedisEndpoint& endpoint, long timeout
     try {
         IoDeadline dl(timeout_ms, IoDeadline::Kind::WholeCall);
         RedisStatus st = open_byte_stream(endpoint, dl, waiter, &stream_);
-        if (!st.ok()) return st;
+        if (!st.ok())
+            return st;
         reader_ = redisReaderCreate();
         if (reader_ == nullptr) {
             close();
             return io_failure(Code::ConnectFailed, "out of memory creating the Redis reply reader");
         }
         bool auth = !endpoint.password.empty();
-        if (!auth && endpoint.db == 0) return st;
+        if (!auth && endpoint.db == 0)
+            return st;
 
         char db[16];
         auto res = std::to_chars(db, db + sizeof db, endpoint.db);
         std::string_view db_text(db, static_cast<std::size_t>(res.ptr - db));
         CommandBatch hello;
-        if (auth && endpoint.user.empty()) hello.add({"AUTH", endpoint.password});
-        if (auth && !endpoint.user.empty()) hello.add({"AUTH", endpoint.user, endpoint.password});
-        if (endpoint.db != 0) hello.add({"SELECT", db_text});
+        if (auth && endpoint.user.empty())
+            hello.add({"AUTH", endpoint.password});
+        if (auth && !endpoint.user.empty())
+            hello.add({"AUTH", endpoint.user, endpoint.password});
+        if (endpoint.db != 0)
+            hello.add({"SELECT", db_text});
         std::vector<RedisReply> replies;
         st = round_trip(*stream_, static_cast<redisReader*>(reader_), hello, hello.command_count(), &replies, dl,
                         waiter);
@@ -239,7 +256,7 @@ RedisStatus RedisConnection::connect(const RedisEndpoint& endpoint, long timeout
         if (endpoint.db != 0 && replies[i].is_error()) {
             close();
             return io_failure(Code::AuthFailed, ("SELECT " + std::string(db_text)).c_str(),
-                        scrub(replies[i].str, endpoint.password));
+                              scrub(replies[i].str, endpoint.password));
         }
         return st;
     } catch (...) {
@@ -252,13 +269,15 @@ RedisStatus RedisConnection::execute(const CommandBatch& batch, std::vector<Redi
                                      IoWaiter& waiter, const CommandBatch* then) noexcept
 {
     try {
-        if (!stream_) return io_failure(Code::IoError, "not connected to Redis");
+        if (!stream_)
+            return io_failure(Code::IoError, "not connected to Redis");
         std::vector<RedisReply> scratch;
         IoDeadline dl(timeout_ms, IoDeadline::Kind::NoProgress);
         std::size_t count = batch.command_count() + (then != nullptr ? then->command_count() : 0);
         RedisStatus st = round_trip(*stream_, static_cast<redisReader*>(reader_), batch, count,
                                     replies != nullptr ? replies : &scratch, dl, waiter, then);
-        if (!st.ok()) close();
+        if (!st.ok())
+            close();
         return st;
     } catch (...) {
         close();

@@ -29,8 +29,8 @@ public:
     // Any non-Ok status closes the connection (the stream position is unknown after a partial
     // exchange).
     // `then`, when given, is sent right after batch in the same round trip (its replies follow).
-    RedisStatus execute(const CommandBatch& batch, std::vector<RedisReply>* replies,
-                        long timeout_ms, IoWaiter& waiter, const CommandBatch* then = nullptr) noexcept;
+    RedisStatus execute(const CommandBatch& batch, std::vector<RedisReply>* replies, long timeout_ms, IoWaiter& waiter,
+                        const CommandBatch* then = nullptr) noexcept;
 
     bool connected() const { return stream_ != nullptr; }
     void close() noexcept;

@@ -8,8 +8,7 @@
 
 namespace jobbuf::redis {
 
-std::vector<long long> stale_client_ids(const std::string& client_list, const std::string& name,
-                                        long long own_id)
+std::vector<long long> stale_client_ids(const std::string& client_list, const std::string& name, long long own_id)
 {
     std::vector<long long> ids;
     std::istringstream lines(client_list);
@@ -37,8 +36,8 @@ std::vector<long long> stale_client_ids(const std::string& client_list, const st
     return ids;
 }
 
-RedisStatus fence_previous_connections(RedisConnection& connection, const std::string& name,
-                                       long timeout_ms, IoWaiter& waiter, std::string* warning)
+RedisStatus fence_previous_connections(RedisConnection& connection, const std::string& name, long timeout_ms,
+                                       IoWaiter& waiter, std::string* warning)
 {
     CommandBatch batch;
     batch.add({"CLIENT", "SETNAME", name});
@@ -53,8 +52,8 @@ RedisStatus fence_previous_connections(RedisConnection& connection, const std::s
             return RedisStatus::failure(RedisStatus::Code::AuthFailed,
                                         "requires a password (" + reply.str + "): set jobbuf.redis_password_file");
         if (reply.is_error()) {
-            *warning = "stale batches of an earlier connection cannot be fenced off (CLIENT: " +
-                       reply.str + "); after a Redis hang a batch may be delivered twice";
+            *warning = "stale batches of an earlier connection cannot be fenced off (CLIENT: " + reply.str +
+                       "); after a Redis hang a batch may be delivered twice";
             return status;
         }
     }

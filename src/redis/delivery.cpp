@@ -20,18 +20,21 @@ std::string decimal(long long v)
 
 // Marks the jobs Redis would refuse for their size (plan->oversized); the target skips them.
 // The exact size is computed only for jobs near the limit.
-void find_oversized(const QueueTarget& target, const std::vector<StagedJob>& jobs, double now_epoch,
-                    DeliveryPlan* plan, SkippedJobs* skip)
+void find_oversized(const QueueTarget& target, const std::vector<StagedJob>& jobs, double now_epoch, DeliveryPlan* plan,
+                    SkippedJobs* skip)
 {
     const std::size_t overhead = target.bulk_overhead_bound();
     std::string scratch;
     for (std::size_t i = 0; i < jobs.size(); ++i) {
-        if (jobs[i].known_too_large == 0 && jobs[i].payload.size() + overhead <= plan->max_bulk_bytes) continue;
+        if (jobs[i].known_too_large == 0 && jobs[i].payload.size() + overhead <= plan->max_bulk_bytes)
+            continue;
         std::size_t bytes = jobs[i].known_too_large > 0
                                 ? jobs[i].known_too_large
                                 : target.bulk_size(jobs[i], jobs[i].run_at <= now_epoch, now_epoch, &scratch);
-        if (bytes <= plan->max_bulk_bytes) continue;
-        if (skip->empty()) skip->assign(jobs.size(), 0);
+        if (bytes <= plan->max_bulk_bytes)
+            continue;
+        if (skip->empty())
+            skip->assign(jobs.size(), 0);
         (*skip)[i] = 1;
         plan->oversized.push_back(DeliveryPlan::Oversized{i, bytes, jobs[i].known_too_large > 0});
     }
@@ -42,7 +45,8 @@ void set_error(std::string* error, const std::string& a, const std::string& b = 
     try {
         *error = a + b;
         for (char& c : *error)
-            if (c == '\r' || c == '\n') c = ' ';
+            if (c == '\r' || c == '\n')
+                c = ' ';
     } catch (...) {
         error->clear();
     }
@@ -52,10 +56,13 @@ void set_error(std::string* error, const std::string& a, const std::string& b = 
 // met a transient error stays staged rather than going to dead letters.
 void record_failure(JobOutcome* outcome, const std::string& error_text)
 {
-    if (outcome->result == JobResult::TooLarge) return;  // never sent
+    if (outcome->result == JobResult::TooLarge)
+        return;  // never sent
     const bool transient = is_transient_error(error_text);
-    if (outcome->result == JobResult::Retry) return;
-    if (outcome->result == JobResult::Rejected && !transient) return;
+    if (outcome->result == JobResult::Retry)
+        return;
+    if (outcome->result == JobResult::Rejected && !transient)
+        return;
     outcome->result = transient ? JobResult::Retry : JobResult::Rejected;
     outcome->error = error_text;
 }
@@ -77,7 +84,8 @@ bool plan_delivery(const QueueTarget& target, const std::vector<StagedJob>& jobs
         std::vector<std::int64_t> ids;
         ids.reserve(jobs.size());
         for (std::size_t i = 0; i < jobs.size(); ++i)
-            if (jobs[i].marked && is_sent(skip, i)) ids.push_back(jobs[i].id);
+            if (jobs[i].marked && is_sent(skip, i))
+                ids.push_back(jobs[i].id);
         plan->batch.add({"SET", marker_key, format_marker(ids)});
         plan->batch.add({"EXEC"});
         return true;
@@ -146,13 +154,15 @@ bool read_delivery(const DeliveryPlan& plan, const std::vector<RedisReply>& repl
         }
         for (std::size_t k = 0; k < pushes; ++k) {
             const RedisReply& element = exec.elements[k];
-            if (!element.is_error()) continue;
+            if (!element.is_error())
+                continue;
             for (std::size_t j = plan.pushes[k].first; j < plan.pushes[k].last; ++j)
                 record_failure(&(*outcomes)[j], element.str);
         }
         // The pushes ran: their outcomes stand. A failed marker SET only weakens the
         // effectively-once guarantee for this batch; say so without failing the batch.
-        if (exec.elements.back().is_error()) set_error(error, "batch marker not recorded: ", exec.elements.back().str);
+        if (exec.elements.back().is_error())
+            set_error(error, "batch marker not recorded: ", exec.elements.back().str);
         return true;
     } catch (...) {
         outcomes->clear();
@@ -167,7 +177,8 @@ std::string format_marker(const std::vector<std::int64_t>& ids)
     out.reserve(ids.size() * 8);
     char buf[24];
     for (std::size_t i = 0; i < ids.size(); ++i) {
-        if (i != 0) out.push_back(',');
+        if (i != 0)
+            out.push_back(',');
         auto res = std::to_chars(buf, buf + sizeof buf, ids[i]);
         out.append(buf, res.ptr);
     }
@@ -178,20 +189,25 @@ bool parse_marker(std::string_view text, std::vector<std::int64_t>* ids) noexcep
 {
     try {
         ids->clear();
-        if (text.empty()) return true;
+        if (text.empty())
+            return true;
         std::size_t start = 0;
         for (;;) {
             std::size_t comma = text.find(',', start);
-            std::string_view item = text.substr(start, comma == std::string_view::npos ? std::string_view::npos
-                                                                                         : comma - start);
-            if (item.empty()) return false;
+            std::string_view item =
+                text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+            if (item.empty())
+                return false;
             for (char c : item)
-                if (c < '0' || c > '9') return false;
+                if (c < '0' || c > '9')
+                    return false;
             std::int64_t v = 0;
             auto res = std::from_chars(item.data(), item.data() + item.size(), v);
-            if (res.ec != std::errc() || res.ptr != item.data() + item.size()) return false;
+            if (res.ec != std::errc() || res.ptr != item.data() + item.size())
+                return false;
             ids->push_back(v);
-            if (comma == std::string_view::npos) return true;
+            if (comma == std::string_view::npos)
+                return true;
             start = comma + 1;
         }
     } catch (...) {

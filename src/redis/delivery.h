@@ -30,16 +30,15 @@ constexpr std::size_t kDefaultMaxBulkBytes = 512ull * 1024 * 1024;
 // Large payloads are referenced by the plan's batch, not copied: they must outlive it.
 // now_epoch is the push time (Sidekiq's enqueued_at). Returns false and sets *error only when
 // memory runs out; never throws.
-bool plan_delivery(const QueueTarget& target, const std::vector<StagedJob>& jobs,
-                   std::string_view marker_key, double now_epoch, DeliveryPlan* plan,
-                   std::string* error, std::size_t max_bulk_bytes = kDefaultMaxBulkBytes) noexcept;
+bool plan_delivery(const QueueTarget& target, const std::vector<StagedJob>& jobs, std::string_view marker_key,
+                   double now_epoch, DeliveryPlan* plan, std::string* error,
+                   std::size_t max_bulk_bytes = kDefaultMaxBulkBytes) noexcept;
 
 // Reads the replies of a plan's batch. Returns false (and sets *error) when the transaction as a
 // whole did not run (EXECABORT, MULTI refused, malformed replies): then every job must stay
 // staged. Otherwise fills outcomes (one per job; TooLarge for the plan's oversized jobs).
-bool read_delivery(const DeliveryPlan& plan, const std::vector<RedisReply>& replies,
-                   std::size_t job_count, std::vector<JobOutcome>* outcomes,
-                   std::string* error) noexcept;
+bool read_delivery(const DeliveryPlan& plan, const std::vector<RedisReply>& replies, std::size_t job_count,
+                   std::vector<JobOutcome>* outcomes, std::string* error) noexcept;
 
 // The marker's value "<id>,<id>,..." and back; parse returns false on anything malformed.
 std::string format_marker(const std::vector<std::int64_t>& ids);

@@ -13,11 +13,17 @@ struct DeliveryPlan {
     CommandBatch batch;
     // For each command of the batch after MULTI and before the marker: the half-open range of
     // job indexes whose delivery that command carries.
-    struct PushRange { std::size_t first, last; };
+    struct PushRange {
+        std::size_t first, last;
+    };
     std::vector<PushRange> pushes;
     // Jobs left out of the unit because Redis would refuse them (larger than max_bulk_bytes), with
     // the size of the bulk string they would have been.
-    struct Oversized { std::size_t job; std::size_t bytes; bool at_least; };
+    struct Oversized {
+        std::size_t job;
+        std::size_t bytes;
+        bool at_least;
+    };
     std::vector<Oversized> oversized;
     std::size_t max_bulk_bytes = 0;
 };
@@ -35,7 +41,8 @@ inline std::size_t count_sent(const SkippedJobs& skip, std::size_t first, std::s
 {
     std::size_t n = last - first;
     if (!skip.empty())
-        for (std::size_t i = first; i < last; ++i) n -= skip[i] ? 1 : 0;
+        for (std::size_t i = first; i < last; ++i)
+            n -= skip[i] ? 1 : 0;
     return n;
 }
 

@@ -71,7 +71,6 @@ constexpr std::size_t kMinMaxBulkBytes = 1024 * 1024;
 
 }  // namespace
 
-
 DrainSession* drain_session_create() noexcept
 {
     try {
@@ -149,7 +148,8 @@ SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, boo
     try {
         if (session->is_cluster()) {
             SessionReport report = cluster_connect(session, waiter, fresh);
-            if (report.status != SessionReport::Status::Ok || !*fresh) return report;
+            if (report.status != SessionReport::Status::Ok || !*fresh)
+                return report;
             RedisStatus status = read_max_bulk_bytes(session, waiter);
             if (!status.ok()) {
                 *fresh = false;
@@ -170,8 +170,8 @@ SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, boo
             return lease;
         std::string warning = lease.message;  // a lease that cannot be taken at all: a warning
         std::string fence_warning;
-        status = fence_previous_connections(session->connection, session->client_name,
-                                            session->timeout_ms, waiter, &fence_warning);
+        status = fence_previous_connections(session->connection, session->client_name, session->timeout_ms, waiter,
+                                            &fence_warning);
         if (!fence_warning.empty())
             warning = warning.empty() ? fence_warning : warning + "; " + fence_warning;
         if (!status.ok()) {
@@ -246,10 +246,12 @@ void drain_session_describe(const DrainSession* session, char* out, std::size_t 
 {
     try {
         std::string text = session->configured ? session->endpoint.redacted() : "(invalid jobbuf.redis_url)";
-        if (session->configured && !session->sentinels.master.empty()) text += " (master " + session->sentinels.master + ")";
+        if (session->configured && !session->sentinels.master.empty())
+            text += " (master " + session->sentinels.master + ")";
         if (session->configured && session->is_cluster() && session->cluster.map.known()) {
             std::size_t masters = 0;
-            for (const ClusterNode& node : session->cluster.map.nodes) masters += node.master ? 1 : 0;
+            for (const ClusterNode& node : session->cluster.map.nodes)
+                masters += node.master ? 1 : 0;
             text += " (" + std::to_string(masters) + " masters)";
         }
         std::snprintf(out, out_len, "%s", text.c_str());
@@ -258,9 +260,8 @@ void drain_session_describe(const DrainSession* session, char* out, std::size_t 
     }
 }
 
-SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
-                                    const QueueTarget* target, const StagedJob* jobs,
-                                    std::size_t count, double now_epoch, JobResult* results,
+SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter, const QueueTarget* target,
+                                    const StagedJob* jobs, std::size_t count, double now_epoch, JobResult* results,
                                     char* reject_message, std::size_t reject_len) noexcept
 {
     try {
@@ -271,7 +272,8 @@ SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
         int slot = -1;
         if (session->is_cluster()) {
             slot = target_slot(*target, &error);
-            if (slot < 0) return report_of(SessionReport::Status::Refused, error);
+            if (slot < 0)
+                return report_of(SessionReport::Status::Refused, error);
             session->marker_slots.insert(slot);  // before sending: a unit in doubt is read back
             session->last_slot = slot;
         }
@@ -285,13 +287,14 @@ SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
                                                 replica_wait(session, &wait));
         if (status.code == RedisStatus::Code::RequestRefused) {
             std::size_t largest = 0;
-            for (const StagedJob& job : batch_jobs) largest = std::max(largest, job.payload.size());
+            for (const StagedJob& job : batch_jobs)
+                largest = std::max(largest, job.payload.size());
             if (largest > kMinMaxBulkBytes) {
                 session->refused_bulk_bytes = std::min(session->refused_bulk_bytes, largest - 1);
                 session->max_bulk_bytes = std::min(session->max_bulk_bytes, session->refused_bulk_bytes);
-                return report_of(SessionReport::Status::Refused,
-                                 "pushing a batch: " + status.message + "; its largest job (" +
-                                     std::to_string(largest) + " bytes) will not be sent again");
+                return report_of(SessionReport::Status::Refused, "pushing a batch: " + status.message +
+                                                                     "; its largest job (" + std::to_string(largest) +
+                                                                     " bytes) will not be sent again");
             }
         }
         if (!status.ok())
@@ -324,9 +327,11 @@ bool drain_session_refuses_target(const DrainSession* session, const QueueTarget
                                   std::size_t why_len) noexcept
 {
     try {
-        if (!session->configured || !session->is_cluster()) return false;
+        if (!session->configured || !session->is_cluster())
+            return false;
         std::string reason;
-        if (target_slot(*target, &reason) >= 0) return false;
+        if (target_slot(*target, &reason) >= 0)
+            return false;
         std::snprintf(why, why_len, "%s", reason.c_str());
         return true;
     } catch (...) {

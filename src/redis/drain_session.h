@@ -26,8 +26,8 @@ struct SessionSettings {
     const char* password = nullptr;           // when not NULL, replaces the URL's (jobbuf.redis_password_file)
     const char* sentinel_password = nullptr;  // AUTH to the sentinels (jobbuf.redis_sentinel_password_file)
     long timeout_ms = 2000;
-    const char* client_name = "";             // names the worker's connections (connection_fence.h)
-    int tls_verify = 0;                       // TlsOptions::Verify as int
+    const char* client_name = "";  // names the worker's connections (connection_fence.h)
+    int tls_verify = 0;            // TlsOptions::Verify as int
     const char* tls_ca_file = "";
     const char* tls_cert_file = "";
     const char* tls_key_file = "";
@@ -82,13 +82,13 @@ void drain_session_describe(const DrainSession* session, char* out, std::size_t 
 // array owned by the session, valid until the next call. With min_replicas, a marker is trusted
 // only once that many replicas acknowledged it (it is written again, then WAIT): otherwise
 // Unavailable, and the jobs it names stay staged.
-SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter,
-                                        const std::int64_t** ids, std::size_t* count) noexcept;
+SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter, const std::int64_t** ids,
+                                        std::size_t* count) noexcept;
 
 // Replaces the marker with the given ids (after a partially failed batch: only what Redis took),
 // acknowledged by min_replicas replicas.
-SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter,
-                                         const std::int64_t* ids, std::size_t count) noexcept;
+SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter, const std::int64_t* ids,
+                                         std::size_t count) noexcept;
 
 // Whether the session delivers to a Redis Cluster (which 1.1 could not reach: no 1.1 marker there).
 bool drain_session_on_cluster(const DrainSession* session) noexcept;
@@ -108,9 +108,8 @@ SessionReport drain_session_delete_marker(DrainSession* session, IoWaiter& waite
 // connection, so that the next connect asks the sentinels again. On a Redis Cluster the unit goes
 // to the node serving the slot of the target's keys, with that slot's marker (redirections
 // followed, cluster/cluster_links.h); a target the cluster cannot take is Refused.
-SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter,
-                                    const QueueTarget* target, const StagedJob* jobs,
-                                    std::size_t count, double now_epoch, JobResult* results,
+SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter, const QueueTarget* target,
+                                    const StagedJob* jobs, std::size_t count, double now_epoch, JobResult* results,
                                     char* reject_message, std::size_t reject_len) noexcept;
 
 // On a Redis Cluster, whether the target cannot be delivered there (Sidekiq, Celery, keys in more

@@ -25,9 +25,12 @@ constexpr int kSentinelDefaultPort = 26379;
 
 int hex_value(char c)
 {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
     return -1;
 }
 
@@ -41,10 +44,12 @@ bool percent_decode(std::string_view in, std::string* out)
             out->push_back(in[i]);
             continue;
         }
-        if (i + 2 >= in.size()) return false;
+        if (i + 2 >= in.size())
+            return false;
         int hi = hex_value(in[i + 1]);
         int lo = hex_value(in[i + 2]);
-        if (hi < 0 || lo < 0) return false;
+        if (hi < 0 || lo < 0)
+            return false;
         out->push_back(static_cast<char>(hi * 16 + lo));
         i += 2;
     }
@@ -56,8 +61,8 @@ void percent_encode(std::string_view in, std::string* out)
 {
     static constexpr char kHex[] = "0123456789ABCDEF";
     for (unsigned char c : in) {
-        bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                     c == '-' || c == '.' || c == '_' || c == '~';
+        bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                     c == '.' || c == '_' || c == '~';
         if (plain) {
             out->push_back(static_cast<char>(c));
         } else {
@@ -71,13 +76,17 @@ void percent_encode(std::string_view in, std::string* out)
 // Digits only, value within [min, max].
 bool parse_number(std::string_view text, long long min, long long max, long long* value)
 {
-    if (text.empty() || text.size() > 10) return false;
+    if (text.empty() || text.size() > 10)
+        return false;
     for (char c : text)
-        if (c < '0' || c > '9') return false;
+        if (c < '0' || c > '9')
+            return false;
     long long v = 0;
     auto res = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (res.ec != std::errc() || res.ptr != text.data() + text.size()) return false;
-    if (v < min || v > max) return false;
+    if (res.ec != std::errc() || res.ptr != text.data() + text.size())
+        return false;
+    if (v < min || v > max)
+        return false;
     *value = v;
     return true;
 }
@@ -95,14 +104,13 @@ bool parse_db(std::string_view text, int* db, std::string* error)
 
 bool is_host_char(char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+           c == '_';
 }
 
 bool is_ipv6_char(char c)
 {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') ||
-           c == ':' || c == '.';
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == ':' || c == '.';
 }
 
 // Every character of text passes is_char (true for an empty text).
@@ -164,23 +172,26 @@ bool parse_host_part(std::string_view rest, RedisEndpoint* ep, std::string* erro
         if (zone != std::string_view::npos) {
             // RFC 6874 writes the zone separator as "%25"; a bare "%" is accepted too.
             std::string_view z = v6.substr(zone + 1);
-            if (z.size() > 2 && z.substr(0, 2) == "25") z.remove_prefix(2);
+            if (z.size() > 2 && z.substr(0, 2) == "25")
+                z.remove_prefix(2);
             ep->host += '%';
             ep->host.append(z);
         }
         i = close + 1;
     } else {
-        while (i < rest.size() && is_host_char(rest[i])) ++i;
+        while (i < rest.size() && is_host_char(rest[i]))
+            ++i;
         if (i == 0) {
             *error = (rest.empty() || rest[0] == ':' || rest[0] == '/') ? "empty host in Redis URL"
-                                                                         : "invalid host in Redis URL";
+                                                                        : "invalid host in Redis URL";
             return false;
         }
         ep->host.assign(rest.substr(0, i));
     }
     if (i < rest.size() && rest[i] == ':') {
         std::size_t start = ++i;
-        while (i < rest.size() && rest[i] != '/') ++i;
+        while (i < rest.size() && rest[i] != '/')
+            ++i;
         long long port = 0;
         if (!parse_number(rest.substr(start, i - start), 1, 65535, &port)) {
             *error = "invalid port in Redis URL (expected 1..65535)";
@@ -190,7 +201,8 @@ bool parse_host_part(std::string_view rest, RedisEndpoint* ep, std::string* erro
     }
     if (i < rest.size() && rest[i] == '/') {
         std::string_view db = rest.substr(i + 1);
-        if (!db.empty() && !parse_db(db, &ep->db, error)) return false;
+        if (!db.empty() && !parse_db(db, &ep->db, error))
+            return false;
         i = rest.size();
     }
     if (i != rest.size()) {
@@ -205,8 +217,10 @@ bool parse_host_part(std::string_view rest, RedisEndpoint* ep, std::string* erro
 bool take_credentials(std::string_view* rest, RedisEndpoint* ep, std::string* error)
 {
     std::size_t at = rest->rfind('@');
-    if (at == std::string_view::npos) return true;
-    if (!parse_userinfo(rest->substr(0, at), ep, error)) return false;
+    if (at == std::string_view::npos)
+        return true;
+    if (!parse_userinfo(rest->substr(0, at), ep, error))
+        return false;
     rest->remove_prefix(at + 1);
     return true;
 }
@@ -220,7 +234,8 @@ bool parse_tcp(std::string_view rest, RedisEndpoint* ep, std::string* error)
 bool parse_sentinel(std::string_view rest, RedisEndpoint* ep, std::string* error)
 {
     ep->kind = RedisEndpoint::Kind::Sentinel;
-    if (!take_credentials(&rest, ep, error)) return false;
+    if (!take_credentials(&rest, ep, error))
+        return false;
     std::size_t slash = rest.find('/');
     std::string_view hosts = rest.substr(0, slash);
     std::string_view path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
@@ -228,9 +243,11 @@ bool parse_sentinel(std::string_view rest, RedisEndpoint* ep, std::string* error
         std::size_t comma = hosts.find(',');
         RedisEndpoint one;
         one.port = kSentinelDefaultPort;
-        if (!parse_host_part(hosts.substr(0, comma), &one, error)) return false;
+        if (!parse_host_part(hosts.substr(0, comma), &one, error))
+            return false;
         ep->sentinels.push_back({one.host, one.port});
-        if (comma == std::string_view::npos) break;
+        if (comma == std::string_view::npos)
+            break;
         hosts.remove_prefix(comma + 1);
     }
     std::size_t db_slash = path.find('/');
@@ -248,7 +265,8 @@ bool parse_sentinel(std::string_view rest, RedisEndpoint* ep, std::string* error
     ep->port = 0;
     if (db_slash != std::string_view::npos) {
         std::string_view db = path.substr(db_slash + 1);
-        if (!db.empty() && !parse_db(db, &ep->db, error)) return false;
+        if (!db.empty() && !parse_db(db, &ep->db, error))
+            return false;
     }
     return true;
 }
@@ -257,20 +275,24 @@ bool parse_sentinel(std::string_view rest, RedisEndpoint* ep, std::string* error
 bool parse_cluster(std::string_view rest, RedisEndpoint* ep, std::string* error)
 {
     ep->kind = RedisEndpoint::Kind::Cluster;
-    if (!take_credentials(&rest, ep, error)) return false;
+    if (!take_credentials(&rest, ep, error))
+        return false;
     std::size_t slash = rest.find('/');
     std::string_view hosts = rest.substr(0, slash);
     while (true) {
         std::size_t comma = hosts.find(',');
         RedisEndpoint one;
-        if (!parse_host_part(hosts.substr(0, comma), &one, error)) return false;
+        if (!parse_host_part(hosts.substr(0, comma), &one, error))
+            return false;
         ep->seeds.push_back({one.host, one.port});
-        if (comma == std::string_view::npos) break;
+        if (comma == std::string_view::npos)
+            break;
         hosts.remove_prefix(comma + 1);
     }
     if (slash != std::string_view::npos) {
         std::string_view db = rest.substr(slash + 1);
-        if (!db.empty() && !parse_db(db, &ep->db, error)) return false;
+        if (!db.empty() && !parse_db(db, &ep->db, error))
+            return false;
     }
     if (ep->db != 0) {
         *error = "a Redis Cluster has only database 0: redis+cluster://host[:port][,host[:port]...][/0]";
@@ -293,7 +315,8 @@ bool parse_unix(std::string_view rest, RedisEndpoint* ep, std::string* error)
             *error = "unix socket URL must be unix:///absolute/path[?db=N]";
             return false;
         }
-        if (!parse_userinfo(rest.substr(0, at), ep, error)) return false;
+        if (!parse_userinfo(rest.substr(0, at), ep, error))
+            return false;
         rest.remove_prefix(at + 1);
     }
     std::size_t q = rest.find('?');
@@ -313,18 +336,22 @@ bool parse_unix(std::string_view rest, RedisEndpoint* ep, std::string* error)
             *error = "unix socket URL accepts only ?db=N";
             return false;
         }
-        if (!parse_db(query.substr(3), &ep->db, error)) return false;
+        if (!parse_db(query.substr(3), &ep->db, error))
+            return false;
     }
     return true;
 }
 
 bool starts_with_nocase(std::string_view s, std::string_view prefix)
 {
-    if (s.size() < prefix.size()) return false;
+    if (s.size() < prefix.size())
+        return false;
     for (std::size_t i = 0; i < prefix.size(); ++i) {
         char c = s[i];
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-        if (c != prefix[i]) return false;
+        if (c >= 'A' && c <= 'Z')
+            c = static_cast<char>(c - 'A' + 'a');
+        if (c != prefix[i])
+            return false;
     }
     return true;
 }
@@ -338,7 +365,8 @@ std::string bad_scheme_message(std::string_view url)
         std::string_view scheme = url.substr(0, sep);
         bool word = true;
         for (char c : scheme)
-            if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '+' || c == '-' || c == '.')) word = false;
+            if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '+' || c == '-' || c == '.'))
+                word = false;
         if (word) {
             msg = "unsupported Redis URL scheme \"";
             msg.append(scheme);
@@ -385,7 +413,8 @@ bool parse_redis_url(const char* url, RedisEndpoint* out, std::string* error) no
             *error = bad_scheme_message(text);
             ok = false;
         }
-        if (ok) *out = std::move(ep);
+        if (ok)
+            *out = std::move(ep);
         return ok;
     } catch (...) {
         try {
@@ -408,9 +437,11 @@ void append_number(std::string* out, int value)
 void append_host_port(std::string* out, const std::string& host, int port)
 {
     bool v6 = host.find(':') != std::string::npos;
-    if (v6) *out += '[';
+    if (v6)
+        *out += '[';
     *out += host;
-    if (v6) *out += ']';
+    if (v6)
+        *out += ']';
     *out += ':';
     append_number(out, port);
 }
@@ -443,12 +474,14 @@ std::string RedisEndpoint::redacted() const
     out += credentials;
     if (kind == Kind::Cluster) {
         for (std::size_t i = 0; i < seeds.size(); ++i) {
-            if (i > 0) out += ',';
+            if (i > 0)
+                out += ',';
             append_host_port(&out, seeds[i].host, seeds[i].port);
         }
     } else if (kind == Kind::Sentinel) {
         for (std::size_t i = 0; i < sentinels.size(); ++i) {
-            if (i > 0) out += ',';
+            if (i > 0)
+                out += ',';
             append_host_port(&out, sentinels[i].host, sentinels[i].port);
         }
         out += '/';

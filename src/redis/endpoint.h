@@ -33,9 +33,9 @@ struct RedisEndpoint {
     std::vector<HostPort> sentinels;  // Sentinel
     std::string master_name;          // Sentinel
     std::vector<HostPort> seeds;      // Cluster
-    std::string socket_path;         // Unix
-    std::string user;                // ACL user; empty: the default user
-    std::string password;            // empty: no AUTH (a user needs one: jobbuf.redis_password_file)
+    std::string socket_path;          // Unix
+    std::string user;                 // ACL user; empty: the default user
+    std::string password;             // empty: no AUTH (a user needs one: jobbuf.redis_password_file)
     int db = 0;
 
     // The URL with the password replaced by "***": safe for logs and status views.

@@ -17,9 +17,9 @@ struct StagedJob {
     // The first 32 bits of the installation identity the job was staged under (its origin): with
     // the id, what the ids consumers see derive from (Sidekiq jid, BullMQ and Celery ids, uid).
     std::uint32_t id_salt = 0;
-    std::string_view payload;  // the job's JSON text (jsonb canonical output), minus the target's own keys
-    double staged_at = 0;      // epoch seconds
-    double run_at = 0;         // epoch seconds
+    std::string_view payload;             // the job's JSON text (jsonb canonical output), minus the target's own keys
+    double staged_at = 0;                 // epoch seconds
+    double run_at = 0;                    // epoch seconds
     bool payload_has_probed_key = false;  // the payload sets TargetTraits::probed_key itself
     // Nonzero when the job was never rendered because its text is longer than Redis accepts: at
     // least this many bytes. Such a job is not sent (JobResult::TooLarge); payload is empty.
@@ -65,7 +65,7 @@ enum class JsonKind : std::uint8_t {
     Object = 4,
     Integer = 8,  // a number written without sign, fraction or exponent, at most integer_max
     Boolean = 16,
-    Any = 31,     // any JSON value, null included
+    Any = 31,  // any JSON value, null included
 };
 
 constexpr JsonKind operator|(JsonKind a, JsonKind b)
@@ -84,7 +84,7 @@ struct PayloadRule {
     const char* key;
     JsonKind kind;  // the kinds allowed (JsonKind values or'ed together)
     bool required;
-    const char* hint;  // the error's hint when the key is missing or of another type
+    const char* hint;                          // the error's hint when the key is missing or of another type
     long long integer_max = 9007199254740991;  // JsonKind::Integer: the largest value allowed
     const PayloadShape* members = nullptr;     // an object value's own shape, checked in turn
     const char* const* strings = nullptr;      // JsonKind::String: the values allowed (ends with
@@ -94,7 +94,7 @@ struct PayloadRule {
 struct PayloadShape {
     const PayloadRule* rules = nullptr;  // none: any JSON value
     std::size_t rule_count = 0;
-    bool closed = false;  // no keys but those of the rules
+    bool closed = false;                // no keys but those of the rules
     const char* closed_hint = nullptr;  // closed: the hint when another key is present
 };
 

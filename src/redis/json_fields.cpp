@@ -34,20 +34,25 @@ bool skip_string(std::string_view text, std::size_t* at)
 // or a scalar (up to the next delimiter).
 bool skip_value(std::string_view text, std::size_t* at)
 {
-    if (*at >= text.size()) return false;
+    if (*at >= text.size())
+        return false;
     char c = text[*at];
-    if (c == '"') return skip_string(text, at);
+    if (c == '"')
+        return skip_string(text, at);
     if (c == '{' || c == '[') {
         int depth = 0;
         std::size_t i = *at;
         while (i < text.size()) {
             char d = text[i];
             if (d == '"') {
-                if (!skip_string(text, &i)) return false;
+                if (!skip_string(text, &i))
+                    return false;
                 continue;
             }
-            if (d == '{' || d == '[') ++depth;
-            if (d == '}' || d == ']') --depth;
+            if (d == '{' || d == '[')
+                ++depth;
+            if (d == '}' || d == ']')
+                --depth;
             ++i;
             if (depth == 0) {
                 *at = i;
@@ -57,29 +62,35 @@ bool skip_value(std::string_view text, std::size_t* at)
         return false;
     }
     std::size_t i = *at;
-    while (i < text.size() && text[i] != ',' && text[i] != '}' && text[i] != ']' && text[i] != ' ' &&
-           text[i] != '\n' && text[i] != '\t' && text[i] != '\r')
+    while (i < text.size() && text[i] != ',' && text[i] != '}' && text[i] != ']' && text[i] != ' ' && text[i] != '\n' &&
+           text[i] != '\t' && text[i] != '\r')
         ++i;
-    if (i == *at) return false;
+    if (i == *at)
+        return false;
     *at = i;
     return true;
 }
 
 int hex_digit(char c)
 {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
     return -1;
 }
 
 bool read_hex4(std::string_view text, std::size_t at, unsigned* out)
 {
-    if (at + 4 > text.size()) return false;
+    if (at + 4 > text.size())
+        return false;
     unsigned v = 0;
     for (std::size_t k = 0; k < 4; ++k) {
         int d = hex_digit(text[at + k]);
-        if (d < 0) return false;
+        if (d < 0)
+            return false;
         v = v * 16 + static_cast<unsigned>(d);
     }
     *out = v;
@@ -110,30 +121,40 @@ void append_utf8(unsigned cp, std::string* out)
 bool json_object_fields(std::string_view object, const std::string_view* names, std::size_t count,
                         std::string_view* values)
 {
-    for (std::size_t k = 0; k < count; ++k) values[k] = std::string_view();
+    for (std::size_t k = 0; k < count; ++k)
+        values[k] = std::string_view();
     std::size_t at = 0;
     skip_space(object, &at);
-    if (at >= object.size() || object[at] != '{') return false;
+    if (at >= object.size() || object[at] != '{')
+        return false;
     ++at;
     skip_space(object, &at);
-    if (at < object.size() && object[at] == '}') return true;
+    if (at < object.size() && object[at] == '}')
+        return true;
     for (;;) {
         skip_space(object, &at);
         std::size_t key_start = at;
-        if (at >= object.size() || object[at] != '"' || !skip_string(object, &at)) return false;
+        if (at >= object.size() || object[at] != '"' || !skip_string(object, &at))
+            return false;
         std::string_view key = object.substr(key_start + 1, at - key_start - 2);
         skip_space(object, &at);
-        if (at >= object.size() || object[at] != ':') return false;
+        if (at >= object.size() || object[at] != ':')
+            return false;
         ++at;
         skip_space(object, &at);
         std::size_t value_start = at;
-        if (!skip_value(object, &at)) return false;
+        if (!skip_value(object, &at))
+            return false;
         for (std::size_t k = 0; k < count; ++k)
-            if (key == names[k]) values[k] = object.substr(value_start, at - value_start);
+            if (key == names[k])
+                values[k] = object.substr(value_start, at - value_start);
         skip_space(object, &at);
-        if (at >= object.size()) return false;
-        if (object[at] == '}') return true;
-        if (object[at] != ',') return false;
+        if (at >= object.size())
+            return false;
+        if (object[at] == '}')
+            return true;
+        if (object[at] != ',')
+            return false;
         ++at;
     }
 }
@@ -141,7 +162,8 @@ bool json_object_fields(std::string_view object, const std::string_view* names, 
 bool json_string_value(std::string_view literal, std::string* out)
 {
     out->clear();
-    if (literal.size() < 2 || literal.front() != '"' || literal.back() != '"') return false;
+    if (literal.size() < 2 || literal.front() != '"' || literal.back() != '"')
+        return false;
     std::size_t i = 1;
     const std::size_t end = literal.size() - 1;
     while (i < end) {
@@ -151,37 +173,55 @@ bool json_string_value(std::string_view literal, std::string* out)
             ++i;
             continue;
         }
-        if (i + 1 >= end) return false;
+        if (i + 1 >= end)
+            return false;
         char e = literal[i + 1];
         i += 2;
         switch (e) {
-        case '"': out->push_back('"'); break;
-        case '\\': out->push_back('\\'); break;
-        case '/': out->push_back('/'); break;
-        case 'b': out->push_back('\b'); break;
-        case 'f': out->push_back('\f'); break;
-        case 'n': out->push_back('\n'); break;
-        case 'r': out->push_back('\r'); break;
-        case 't': out->push_back('\t'); break;
-        case 'u': {
-            unsigned cp = 0;
-            if (!read_hex4(literal, i, &cp)) return false;
-            i += 4;
-            if (cp >= 0xD800 && cp < 0xDC00) {  // a high surrogate needs its low half
-                unsigned low = 0;
-                if (i + 6 > end || literal[i] != '\\' || literal[i + 1] != 'u' || !read_hex4(literal, i + 2, &low) ||
-                    low < 0xDC00 || low >= 0xE000)
+            case '"':
+                out->push_back('"');
+                break;
+            case '\\':
+                out->push_back('\\');
+                break;
+            case '/':
+                out->push_back('/');
+                break;
+            case 'b':
+                out->push_back('\b');
+                break;
+            case 'f':
+                out->push_back('\f');
+                break;
+            case 'n':
+                out->push_back('\n');
+                break;
+            case 'r':
+                out->push_back('\r');
+                break;
+            case 't':
+                out->push_back('\t');
+                break;
+            case 'u': {
+                unsigned cp = 0;
+                if (!read_hex4(literal, i, &cp))
                     return false;
-                i += 6;
-                cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-            } else if (cp >= 0xDC00 && cp < 0xE000) {
-                return false;
+                i += 4;
+                if (cp >= 0xD800 && cp < 0xDC00) {  // a high surrogate needs its low half
+                    unsigned low = 0;
+                    if (i + 6 > end || literal[i] != '\\' || literal[i + 1] != 'u' ||
+                        !read_hex4(literal, i + 2, &low) || low < 0xDC00 || low >= 0xE000)
+                        return false;
+                    i += 6;
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+                } else if (cp >= 0xDC00 && cp < 0xE000) {
+                    return false;
+                }
+                append_utf8(cp, out);
+                break;
             }
-            append_utf8(cp, out);
-            break;
-        }
-        default:
-            return false;
+            default:
+                return false;
         }
     }
     return true;
@@ -189,12 +229,15 @@ bool json_string_value(std::string_view literal, std::string* out)
 
 bool json_small_integer(std::string_view text, long long max, long long* value)
 {
-    if (text.empty() || text.size() > 18) return false;
+    if (text.empty() || text.size() > 18)
+        return false;
     for (char c : text)
-        if (c < '0' || c > '9') return false;
+        if (c < '0' || c > '9')
+            return false;
     long long v = 0;
     auto res = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (res.ec != std::errc() || v > max) return false;
+    if (res.ec != std::errc() || v > max)
+        return false;
     *value = v;
     return true;
 }

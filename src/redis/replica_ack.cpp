@@ -22,7 +22,8 @@ long round_trip_limit(const DrainSession* session)
 // without min_replicas.
 const CommandBatch* replica_wait(const DrainSession* session, CommandBatch* wait)
 {
-    if (session->min_replicas <= 0) return nullptr;
+    if (session->min_replicas <= 0)
+        return nullptr;
     wait->add({"WAIT", std::to_string(session->min_replicas), std::to_string(session->timeout_ms)});
     return wait;
 }
@@ -30,15 +31,18 @@ const CommandBatch* replica_wait(const DrainSession* session, CommandBatch* wait
 // Takes WAIT's reply (the last one) out of replies: Ok when enough replicas acknowledged `what`.
 SessionReport take_replica_wait(const DrainSession* session, std::vector<RedisReply>* replies, const char* what)
 {
-    if (session->min_replicas <= 0) return {};
+    if (session->min_replicas <= 0)
+        return {};
     RedisReply wait = std::move(replies->back());
     replies->pop_back();
-    if (wait.type == RedisReply::Type::Integer && wait.integer >= session->min_replicas) return {};
+    if (wait.type == RedisReply::Type::Integer && wait.integer >= session->min_replicas)
+        return {};
     std::string text = std::string(what) + ": ";
     if (wait.type == RedisReply::Type::Integer)
-        text += std::to_string(wait.integer) + " of jobbuf.redis_min_replicas = " +
-                std::to_string(session->min_replicas) + " replica(s) acknowledged it within " +
-                std::to_string(session->timeout_ms) + " ms; its jobs stay staged until a replica has it";
+        text += std::to_string(wait.integer) +
+                " of jobbuf.redis_min_replicas = " + std::to_string(session->min_replicas) +
+                " replica(s) acknowledged it within " + std::to_string(session->timeout_ms) +
+                " ms; its jobs stay staged until a replica has it";
     else
         text += "WAIT failed: " + (wait.is_error() ? wait.str : std::string("unexpected reply"));
     return report_of(SessionReport::Status::Unavailable, text);
@@ -51,7 +55,8 @@ bool says_readonly(const RedisReply& reply)
     if (reply.is_error())
         return reply.str.rfind("READONLY", 0) == 0 || reply.str.find("replica instances") != std::string::npos;
     for (const RedisReply& element : reply.elements)
-        if (says_readonly(element)) return true;
+        if (says_readonly(element))
+            return true;
     return false;
 }
 

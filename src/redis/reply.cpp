@@ -11,14 +11,15 @@ namespace jobbuf::redis {
 bool is_transient_error(const std::string& error_text) noexcept
 {
     static constexpr std::string_view kTransient[] = {
-        "OOM",      "LOADING",    "BUSY",        "MASTERDOWN", "READONLY",
+        "OOM",        "LOADING",  "BUSY",        "MASTERDOWN", "READONLY",
         "NOREPLICAS", "TRYAGAIN", "CLUSTERDOWN", "MISCONF",    "EXECABORT",
     };
     std::string_view text(error_text);
     std::size_t end = text.find_first_of(" \t\r\n");
     std::string_view word = text.substr(0, end);
     for (std::string_view prefix : kTransient)
-        if (word == prefix) return true;
+        if (word == prefix)
+            return true;
     return false;
 }
 

@@ -8,8 +8,8 @@ namespace jobbuf::redis {
 struct RedisReply {
     enum class Type { Status, Error, Integer, String, Array, Nil };
     Type type = Type::Nil;
-    std::string str;        // Status, Error, String
-    long long integer = 0;  // Integer
+    std::string str;                   // Status, Error, String
+    long long integer = 0;             // Integer
     std::vector<RedisReply> elements;  // Array
 
     bool is_error() const { return type == Type::Error; }
@@ -18,14 +18,14 @@ struct RedisReply {
 struct RedisStatus {
     enum class Code {
         Ok,
-        ConnectFailed,  // resolve/connect/refused/unreachable
-        AuthFailed,     // AUTH or SELECT refused
-        Timeout,        // no progress within the timeout
-        Interrupted,    // the IoWaiter asked us to stop
-        IoError,        // reset, EOF, write error
-        ProtocolError,  // unparsable reply
-        RequestRefused, // Redis answered "ERR Protocol error" (a bulk over proto-max-bulk-len)
-                        // and closed the connection: the request can never succeed as it is
+        ConnectFailed,   // resolve/connect/refused/unreachable
+        AuthFailed,      // AUTH or SELECT refused
+        Timeout,         // no progress within the timeout
+        Interrupted,     // the IoWaiter asked us to stop
+        IoError,         // reset, EOF, write error
+        ProtocolError,   // unparsable reply
+        RequestRefused,  // Redis answered "ERR Protocol error" (a bulk over proto-max-bulk-len)
+                         // and closed the connection: the request can never succeed as it is
     };
     Code code = Code::Ok;
     std::string message;  // one line, never contains the password

@@ -19,12 +19,11 @@ namespace {
 // KEYS[1] the lease, ARGV[1] this cluster's value, ARGV[2] its lifetime in ms. Returns
 // {1, ""} when taken now, {2, ""} when refreshed, {0, <holder>} when another holds it.
 // (Whole values are compared: the same cluster restarted is the same holder.)
-constexpr const char* kTakeLease =
-    "local v = redis.call('GET', KEYS[1]) "
-    "if v == false or v == ARGV[1] then "
-    "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) "
-    "if v == false then return {1, ''} end return {2, ''} end "
-    "return {0, v}";
+constexpr const char* kTakeLease = "local v = redis.call('GET', KEYS[1]) "
+                                   "if v == false or v == ARGV[1] then "
+                                   "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) "
+                                   "if v == false then return {1, ''} end return {2, ''} end "
+                                   "return {0, v}";
 
 }  // namespace
 
@@ -52,12 +51,14 @@ SessionReport take_lease(DrainSession* session, IoWaiter& waiter, bool* taken)
         return {};
     // A Redis user without scripting (NOPERM), or a server without it: delivery goes on as in
     // 1.1, with a warning (as when the fence's CLIENT is refused).
-    if (reply.is_error() && (reply.str.rfind("NOPERM", 0) == 0 || reply.str.find("unknown command") != std::string::npos))
+    if (reply.is_error() &&
+        (reply.str.rfind("NOPERM", 0) == 0 || reply.str.find("unknown command") != std::string::npos))
         return report_of(SessionReport::Status::Ok,
                          "the delivery lease cannot be taken (EVAL: " + reply.str +
                              "); a clone of this cluster started against this Redis would not be noticed");
     if (reply.is_error())
-        return report_of(SessionReport::Status::Refused, "taking the delivery lease " + session->lease_key + ": " + reply.str);
+        return report_of(SessionReport::Status::Refused,
+                         "taking the delivery lease " + session->lease_key + ": " + reply.str);
     if (reply.elements.size() != 2)
         return report_of(SessionReport::Status::Refused, "taking the delivery lease: unexpected reply");
     if (reply.elements[0].integer != 0) {
@@ -65,12 +66,14 @@ SessionReport take_lease(DrainSession* session, IoWaiter& waiter, bool* taken)
         return {};
     }
     session->connection.close();  // nothing more on this connection: no fence, no marker, no push
-    return report_of(SessionReport::Status::Held,
-                     "another PostgreSQL cluster with this database's jobbuf installation identity delivers its jobs to "
-                     "this Redis (" + reply.elements[1].str + "); this one (" + session->lease_value +
-                     ") does not deliver while it does. If this cluster is a copy meant to live on (a pg_basebackup or "
-                     "snapshot clone, a standby promoted while its primary runs), run SELECT jobbuf_reset_identity() "
-                     "in this database (the jobs it carries are then held), otherwise stop it");
+    return report_of(
+        SessionReport::Status::Held,
+        "another PostgreSQL cluster with this database's jobbuf installation identity delivers its jobs to "
+        "this Redis (" +
+            reply.elements[1].str + "); this one (" + session->lease_value +
+            ") does not deliver while it does. If this cluster is a copy meant to live on (a pg_basebackup or "
+            "snapshot clone, a standby promoted while its primary runs), run SELECT jobbuf_reset_identity() "
+            "in this database (the jobs it carries are then held), otherwise stop it");
 }
 
 bool drain_session_set_lease(DrainSession* session, const char* lease_key, const char* lease_value) noexcept

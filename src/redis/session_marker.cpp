@@ -12,8 +12,7 @@ namespace {
 
 // SET <marker> value, followed by WAIT when replicas must acknowledge it (slot: the marker of
 // that slot on a cluster, -1 otherwise).
-SessionReport set_marker(DrainSession* session, IoWaiter& waiter, int slot, const std::string& value,
-                         const char* doing)
+SessionReport set_marker(DrainSession* session, IoWaiter& waiter, int slot, const std::string& value, const char* doing)
 {
     CommandBatch batch;
     batch.add({"SET", marker_key_of(session, slot), value});
@@ -35,7 +34,8 @@ SessionReport set_marker(DrainSession* session, IoWaiter& waiter, int slot, cons
 // nothing yet has nothing to wait for: the marker is written again (same value), then WAIT.
 SessionReport confirm_on_replicas(DrainSession* session, IoWaiter& waiter, int slot, const std::string& value)
 {
-    if (session->min_replicas <= 0) return {};
+    if (session->min_replicas <= 0)
+        return {};
     return set_marker(session, waiter, slot, value, "confirming the delivery marker on replicas");
 }
 
@@ -56,7 +56,8 @@ SessionReport read_marker(DrainSession* session, IoWaiter& waiter, int slot)
             return report_of(SessionReport::Status::Refused, "the delivery marker " + key + " is malformed");
         if (!ids.empty()) {
             SessionReport confirmed = confirm_on_replicas(session, waiter, slot, reply.str);
-            if (confirmed.status != SessionReport::Status::Ok) return confirmed;
+            if (confirmed.status != SessionReport::Status::Ok)
+                return confirmed;
         }
         session->marker_ids.insert(session->marker_ids.end(), ids.begin(), ids.end());
     } else if (reply.type != RedisReply::Type::Nil) {
@@ -69,19 +70,21 @@ SessionReport read_marker(DrainSession* session, IoWaiter& waiter, int slot)
 
 }  // namespace
 
-SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter,
-                                        const std::int64_t** ids, std::size_t* count) noexcept
+SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter, const std::int64_t** ids,
+                                        std::size_t* count) noexcept
 {
     try {
         session->marker_ids.clear();
         std::vector<int> slots{-1};
         if (session->is_cluster()) {
             SessionReport found = cluster_marker_slots(session, waiter, &slots);
-            if (found.status != SessionReport::Status::Ok) return found;
+            if (found.status != SessionReport::Status::Ok)
+                return found;
         }
         for (int slot : slots) {
             SessionReport read = read_marker(session, waiter, slot);
-            if (read.status != SessionReport::Status::Ok) return read;
+            if (read.status != SessionReport::Status::Ok)
+                return read;
         }
         *ids = session->marker_ids.data();
         *count = session->marker_ids.size();
@@ -92,8 +95,8 @@ SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter,
     }
 }
 
-SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter,
-                                         const std::int64_t* ids, std::size_t count) noexcept
+SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter, const std::int64_t* ids,
+                                         std::size_t count) noexcept
 {
     try {
         std::string value = format_marker(std::vector<std::int64_t>(ids, ids + count));

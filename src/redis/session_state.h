@@ -30,7 +30,7 @@ public:
     int min_replicas = 0;
     bool configured = false;
     std::vector<std::int64_t> marker_ids;
-    std::vector<JobOutcome> last_outcomes;  // of the last deliver
+    std::vector<JobOutcome> last_outcomes;                  // of the last deliver
     std::size_t max_bulk_bytes = kDefaultMaxBulkBytes;      // in effect: the lower of these two
     std::size_t refused_bulk_bytes = kDefaultMaxBulkBytes;  // learned from protocol errors
     std::string client_name;  // names every connection of this worker (see connection_fence.h)
@@ -38,11 +38,11 @@ public:
     std::string lease_value;  // this cluster, as the lease names its holder
 
     // A Cluster endpoint (cluster/cluster_session.cpp): one unit, and one marker, per hash slot.
-    ClusterLinks cluster;           // the links to its nodes and its slot map
-    std::set<int> marker_slots;     // the slots whose marker may name jobs
-    bool markers_scanned = false;   // the masters were searched for the markers of earlier runs
+    ClusterLinks cluster;                  // the links to its nodes and its slot map
+    std::set<int> marker_slots;            // the slots whose marker may name jobs
+    bool markers_scanned = false;          // the masters were searched for the markers of earlier runs
     std::map<int, std::string> slot_tags;  // slot_tag() of the slots met so far
-    int last_slot = -1;             // the slot of the last unit sent
+    int last_slot = -1;                    // the slot of the last unit sent
 
     bool is_cluster() const { return endpoint.kind == RedisEndpoint::Kind::Cluster; }
 };

@@ -11,14 +11,14 @@
 namespace jobbuf::redis {
 
 QueueTarget* queue_target_create(const char* target_name, const char* queue, const TargetOption* options,
-                                 std::size_t option_count, char* error,
-                                 std::size_t error_len) noexcept
+                                 std::size_t option_count, char* error, std::size_t error_len) noexcept
 {
     try {
         TargetSetup setup{queue, options, option_count};
         std::string why;
         std::unique_ptr<QueueTarget> target = make_queue_target(target_name, setup, &why);
-        if (!target) std::snprintf(error, error_len, "%s", why.c_str());
+        if (!target)
+            std::snprintf(error, error_len, "%s", why.c_str());
         return target.release();
     } catch (...) {
         std::snprintf(error, error_len, "out of memory while reading the queue's target options");

@@ -13,8 +13,7 @@ class QueueTarget;
 // The target `target_name` for queue `queue`, its options parsed (targets/target_registry.h);
 // NULL with a one-line *error when the name is unknown, an option does not parse or memory ran out.
 QueueTarget* queue_target_create(const char* target_name, const char* queue, const TargetOption* options,
-                                 std::size_t option_count, char* error,
-                                 std::size_t error_len) noexcept;
+                                 std::size_t option_count, char* error, std::size_t error_len) noexcept;
 
 void queue_target_destroy(QueueTarget* target) noexcept;
 

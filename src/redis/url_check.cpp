@@ -15,7 +15,8 @@ bool check_redis_url(const char* url, char* reason, std::size_t reason_len, bool
         RedisEndpoint endpoint;
         std::string error;
         if (parse_redis_url(url, &endpoint, &error)) {
-            if (has_password != nullptr) *has_password = !endpoint.password.empty();
+            if (has_password != nullptr)
+                *has_password = !endpoint.password.empty();
             return true;
         }
         std::snprintf(reason, reason_len, "%s", error.c_str());

@@ -3,10 +3,10 @@
 #include "pg_compat.h"
 
 #include "commit_wakeup.h"
-#include "staging/job_inserter.h"
-#include "staging/job_validation.h"
 #include "installation_identity.h"
 #include "jobs_table_shape.h"
+#include "staging/job_inserter.h"
+#include "staging/job_validation.h"
 
 extern "C" {
 #include "access/table.h"
@@ -30,7 +30,7 @@ struct JobInserter {
     EState* estate;
     ResultRelInfo* result_rel;
     TupleTableSlot* slot;
-    Datum now;  // transaction start: the default of run_at and staged_at
+    Datum now;           // transaction start: the default of run_at and staged_at
     pg_uuid_t identity;  // the default of origin and owner (installation_identity.h)
 };
 

@@ -45,17 +45,17 @@ static bool is_of_kind(const JsonbValue* value, const PayloadRule& rule)
     if (kinds == JsonKind::Any)
         return true;
     switch (value->type) {
-    case jbvString:
-        return allows(kinds, JsonKind::String) && is_allowed_string(value, rule.strings);
-    case jbvBool:
-        return allows(kinds, JsonKind::Boolean);
-    case jbvNumeric:
-        return allows(kinds, JsonKind::Integer) && is_small_integer(value, rule.integer_max);
-    case jbvBinary:  // containers come back as jbvBinary
-        return JsonContainerIsArray(value->val.binary.data) ? allows(kinds, JsonKind::Array)
-                                                            : allows(kinds, JsonKind::Object);
-    default:
-        return false;
+        case jbvString:
+            return allows(kinds, JsonKind::String) && is_allowed_string(value, rule.strings);
+        case jbvBool:
+            return allows(kinds, JsonKind::Boolean);
+        case jbvNumeric:
+            return allows(kinds, JsonKind::Integer) && is_small_integer(value, rule.integer_max);
+        case jbvBinary:  // containers come back as jbvBinary
+            return JsonContainerIsArray(value->val.binary.data) ? allows(kinds, JsonKind::Array)
+                                                                : allows(kinds, JsonKind::Object);
+        default:
+            return false;
     }
 }
 
@@ -75,8 +75,11 @@ static const char* kind_phrase(const PayloadRule& rule)
     static const struct {
         JsonKind kind;
         const char* phrase;
-    } kPhrases[] = {{JsonKind::String, "a string"}, {JsonKind::Array, "an array"}, {JsonKind::Object, "an object"},
-                    {JsonKind::Integer, "an integer"}, {JsonKind::Boolean, "a boolean"}};
+    } kPhrases[] = {{JsonKind::String, "a string"},
+                    {JsonKind::Array, "an array"},
+                    {JsonKind::Object, "an object"},
+                    {JsonKind::Integer, "an integer"},
+                    {JsonKind::Boolean, "a boolean"}};
     if (rule.kind == JsonKind::Any)
         return "a value";
     StringInfoData phrase;
@@ -122,8 +125,8 @@ static void refuse_other_keys(const char* queue, const char* target, const char*
                     memcmp(shape.rules[i].key, v.val.string.val, v.val.string.len) == 0;
         if (!known)
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("jobbuf: in a job for %s queue \"%s\", \"%s%.*s\" is not a key %s can carry",
-                                   target, queue, path, v.val.string.len, v.val.string.val, target),
+                            errmsg("jobbuf: in a job for %s queue \"%s\", \"%s%.*s\" is not a key %s can carry", target,
+                                   queue, path, v.val.string.len, v.val.string.val, target),
                             errhint("%s", shape.closed_hint)));
     }
 }
@@ -136,9 +139,8 @@ static void check_shape(const char* queue, const char* target, const char* path,
     for (size_t i = 0; i < shape.rule_count; i++) {
         const PayloadRule& rule = shape.rules[i];
         JsonbValue value;
-        JsonbValue* found = object != nullptr
-                                ? getKeyJsonValueFromContainer(object, rule.key, strlen(rule.key), &value)
-                                : nullptr;
+        JsonbValue* found =
+            object != nullptr ? getKeyJsonValueFromContainer(object, rule.key, strlen(rule.key), &value) : nullptr;
         if (found == nullptr ? rule.required : !is_of_kind(found, rule))
             refuse_payload(queue, target, path, rule, found != nullptr && (!rule.required || rule.strings != nullptr));
         if (found != nullptr && rule.members != nullptr && found->type == jbvBinary &&
@@ -156,8 +158,7 @@ QueueTraits staged_job_queue(const char* queue)
                         errhint("Name a queue created with jobbuf_create_queue.")));
     QueueTraits traits;
     if (!lookup_queue_traits(queue, &traits))
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
-                        errmsg("jobbuf: unknown queue \"%s\"", queue),
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("jobbuf: unknown queue \"%s\"", queue),
                         errhint("Create it first with jobbuf_create_queue('%s', target, options).", queue)));
     return traits;
 }

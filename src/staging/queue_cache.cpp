@@ -47,7 +47,7 @@ static void on_relcache_invalidation(Datum arg, Oid relid)
 
 void register_queue_cache_invalidation(void)
 {
-    CacheRegisterRelcacheCallback(on_relcache_invalidation, (Datum) 0);
+    CacheRegisterRelcacheCallback(on_relcache_invalidation, (Datum)0);
 }
 
 void invalidate_queue_caches(Oid queues_relid)
@@ -81,13 +81,13 @@ static SPIPlanPtr prepared_lookup(void)
 static bool fetch_queue_traits(const char* queue, QueueTraits* traits)
 {
     int search_path_level = NewGUCNestLevel();
-    (void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
-                             GUC_ACTION_SAVE, true, 0, false);
+    (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+                            false);
     if (SPI_connect() != SPI_OK_CONNECT)
         elog(ERROR, "jobbuf: SPI_connect failed while looking up queue \"%s\"", queue);
     Datum args[1] = {CStringGetTextDatum(queue)};
-    int rc = SPI_execute_snapshot(prepared_lookup(), args, nullptr, GetLatestSnapshot(), InvalidSnapshot,
-                                  true, false, 1);
+    int rc =
+        SPI_execute_snapshot(prepared_lookup(), args, nullptr, GetLatestSnapshot(), InvalidSnapshot, true, false, 1);
     if (rc != SPI_OK_SELECT)
         elog(ERROR, "jobbuf: queue lookup failed: %s", SPI_result_code_string(rc));
     bool found = SPI_processed == 1;

@@ -35,7 +35,7 @@ Datum stage_with_sql(FunctionCallInfo fcinfo, Datum payload, bool payload_null)
     char nulls[5];
     for (int i = 0; i < 5; i++) {
         bool is_null = i == 1 ? payload_null : (PG_NARGS() <= i || PG_ARGISNULL(i));
-        values[i] = i == 1 ? payload : (is_null ? (Datum) 0 : PG_GETARG_DATUM(i));
+        values[i] = i == 1 ? payload : (is_null ? (Datum)0 : PG_GETARG_DATUM(i));
         nulls[i] = is_null ? 'n' : ' ';
     }
     bool unique = nulls[3] == ' ';
@@ -43,16 +43,15 @@ Datum stage_with_sql(FunctionCallInfo fcinfo, Datum payload, bool payload_null)
 
     if (SPI_connect() != SPI_OK_CONNECT)
         elog(ERROR, "jobbuf: SPI_connect failed");
-    SPIPlanPtr plan =
-        unique ? kept_plan(&insert_unique_plan,
-                           "INSERT INTO jobbuf.jobs (queue, payload, run_at, unique_key, partition_key)"
-                           " VALUES ($1, $2, coalesce($3, pg_catalog.now()), $4, $5)"
-                           " ON CONFLICT DO NOTHING RETURNING id",
-                           5, types)
-               : kept_plan(&insert_plan,
-                           "INSERT INTO jobbuf.jobs (queue, payload, run_at, unique_key, partition_key)"
-                           " VALUES ($1, $2, coalesce($3, pg_catalog.now()), $4, $5) RETURNING id",
-                           5, types);
+    SPIPlanPtr plan = unique ? kept_plan(&insert_unique_plan,
+                                         "INSERT INTO jobbuf.jobs (queue, payload, run_at, unique_key, partition_key)"
+                                         " VALUES ($1, $2, coalesce($3, pg_catalog.now()), $4, $5)"
+                                         " ON CONFLICT DO NOTHING RETURNING id",
+                                         5, types)
+                             : kept_plan(&insert_plan,
+                                         "INSERT INTO jobbuf.jobs (queue, payload, run_at, unique_key, partition_key)"
+                                         " VALUES ($1, $2, coalesce($3, pg_catalog.now()), $4, $5) RETURNING id",
+                                         5, types);
     int rc = SPI_execute_plan(plan, values, nulls, false, 1);
     if (rc != SPI_OK_INSERT_RETURNING)
         elog(ERROR, "jobbuf: staging insert failed: %s", SPI_result_code_string(rc));
@@ -80,10 +79,10 @@ Datum stage(FunctionCallInfo fcinfo, Datum payload, bool payload_null)
     char* queue_name = queue != nullptr ? text_to_cstring(queue) : nullptr;
     QueueTraits traits = staged_job_queue(queue_name);
     check_staged_payload(queue_name, traits, payload_null ? nullptr : DatumGetJsonbP(payload));
-    Datum run_at = PG_NARGS() > 2 && !PG_ARGISNULL(2) ? PG_GETARG_DATUM(2) : (Datum) 0;
+    Datum run_at = PG_NARGS() > 2 && !PG_ARGISNULL(2) ? PG_GETARG_DATUM(2) : (Datum)0;
     if (PG_NARGS() > 2 && !PG_ARGISNULL(2))
         check_staged_time(queue_name, "run_at", run_at);
-    Datum partition_key = PG_NARGS() > 4 && !PG_ARGISNULL(4) ? PG_GETARG_DATUM(4) : (Datum) 0;
+    Datum partition_key = PG_NARGS() > 4 && !PG_ARGISNULL(4) ? PG_GETARG_DATUM(4) : (Datum)0;
     int64 id = job_inserter_insert(inserter, queue, queue_name, payload,
                                    PG_NARGS() > 2 && !PG_ARGISNULL(2) ? &run_at : nullptr,
                                    PG_NARGS() > 4 && !PG_ARGISNULL(4) ? &partition_key : nullptr);
@@ -96,8 +95,9 @@ Tuplestorestate* id_result(FunctionCallInfo fcinfo, TupleDesc* desc)
 {
     auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     if (rsinfo == nullptr || !IsA(rsinfo, ReturnSetInfo) || (rsinfo->allowedModes & SFRM_Materialize) == 0)
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                        errmsg("jobbuf: jobbuf_stage(queue, payloads jsonb[]) must be called where a set is accepted")));
+        ereport(ERROR,
+                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                 errmsg("jobbuf: jobbuf_stage(queue, payloads jsonb[]) must be called where a set is accepted")));
     MemoryContext caller = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
     *desc = CreateTemplateTupleDesc(1);
     TupleDescInitEntry(*desc, 1, "jobbuf_stage", INT8OID, -1, 0);
@@ -137,14 +137,14 @@ void stage_many_with_sql(Datum queue, Datum payloads, Tuplestorestate* store, Tu
 // jobbuf_stage(queue text, payload jsonb, run_at timestamptz, unique_key text, partition_key text)
 JOBBUF_SQL_FUNCTION(jobbuf_stage_jsonb)
 {
-    return stage(fcinfo, PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1), PG_ARGISNULL(1));
+    return stage(fcinfo, PG_ARGISNULL(1) ? (Datum)0 : PG_GETARG_DATUM(1), PG_ARGISNULL(1));
 }
 
 // jobbuf_stage(queue text, payload text): an untyped literal resolves here; parsed as jsonb.
 JOBBUF_SQL_FUNCTION(jobbuf_stage_text)
 {
     if (PG_ARGISNULL(1))
-        return stage(fcinfo, (Datum) 0, true);
+        return stage(fcinfo, (Datum)0, true);
     char* source = TextDatumGetCString(PG_GETARG_DATUM(1));
     return stage(fcinfo, DirectFunctionCall1(jsonb_in, CStringGetDatum(source)), false);
 }
@@ -156,21 +156,21 @@ JOBBUF_SQL_FUNCTION(jobbuf_stage_many)
     TupleDesc desc = nullptr;
     Tuplestorestate* store = id_result(fcinfo, &desc);
     if (PG_ARGISNULL(1))
-        return (Datum) 0;
+        return (Datum)0;
     ArrayType* payloads = PG_GETARG_ARRAYTYPE_P(1);
     Datum* elements = nullptr;
     bool* element_nulls = nullptr;
     int count = 0;
     deconstruct_array(payloads, JSONBOID, -1, false, TYPALIGN_INT, &elements, &element_nulls, &count);
     if (count == 0)
-        return (Datum) 0;
+        return (Datum)0;
 
     JobInserter* inserter = job_inserter_open(false);
     if (inserter == nullptr) {
         if (PG_ARGISNULL(0))
             staged_job_queue(nullptr);  // the same error the trigger would give
         stage_many_with_sql(PG_GETARG_DATUM(0), PointerGetDatum(payloads), store, desc);
-        return (Datum) 0;
+        return (Datum)0;
     }
     text* queue = PG_ARGISNULL(0) ? nullptr : PG_GETARG_TEXT_PP(0);
     char* queue_name = queue != nullptr ? text_to_cstring(queue) : nullptr;
@@ -182,5 +182,5 @@ JOBBUF_SQL_FUNCTION(jobbuf_stage_many)
         tuplestore_putvalues(store, desc, &id, &id_null);
     }
     job_inserter_close(inserter);
-    return (Datum) 0;
+    return (Datum)0;
 }

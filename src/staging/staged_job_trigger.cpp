@@ -8,8 +8,8 @@
 
 #include "commit_wakeup.h"
 #include "installation_identity.h"
-#include "staging/job_validation.h"
 #include "jobs_table_shape.h"
+#include "staging/job_validation.h"
 #include "staging/queue_cache.h"
 
 extern "C" {
@@ -94,6 +94,6 @@ JOBBUF_SQL_FUNCTION(jobbuf_queues_changed_trigger)
         ereport(ERROR, (errmsg("jobbuf: queues_changed_trigger must be called as a trigger")));
     auto* trigger = reinterpret_cast<TriggerData*>(fcinfo->context);
     invalidate_queue_caches(RelationGetRelid(trigger->tg_relation));
-    note_queues_changed();  // a created, resumed or re-configured queue may have work
+    note_queues_changed();         // a created, resumed or re-configured queue may have work
     return PointerGetDatum(NULL);  // not nullptr: PostgreSQL 19's PointerGetDatum() refuses it
 }

@@ -5,20 +5,20 @@
 
 #include "kept_plan.h"
 
-#include "worker/active_queues.h"
 #include "commit_wakeup.h"
 #include "extension_version.h"
 #include "installation_identity.h"
 #include "shared_state.h"
+#include "worker/active_queues.h"
 #include "worker/worker_transaction.h"
 
 extern "C" {
 #include "access/xlog.h"
-#include "miscadmin.h"
-#include "postmaster/postmaster.h"
+#include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "common/hashfn.h"
-#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "postmaster/postmaster.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -128,9 +128,10 @@ static TargetOptionList target_options(Datum names, Datum values)
     Datum* value_items;
     int name_count = 0, value_count = 0;
     deconstruct_array(DatumGetArrayTypeP(names), TEXTOID, -1, false, TYPALIGN_INT, &name_items, nullptr, &name_count);
-    deconstruct_array(DatumGetArrayTypeP(values), TEXTOID, -1, false, TYPALIGN_INT, &value_items, nullptr, &value_count);
-    TargetOptionList list{static_cast<jobbuf::redis::TargetOption*>(palloc(sizeof(jobbuf::redis::TargetOption) *
-                                                                        (Min(name_count, value_count) + 1))),
+    deconstruct_array(DatumGetArrayTypeP(values), TEXTOID, -1, false, TYPALIGN_INT, &value_items, nullptr,
+                      &value_count);
+    TargetOptionList list{static_cast<jobbuf::redis::TargetOption*>(
+                              palloc(sizeof(jobbuf::redis::TargetOption) * (Min(name_count, value_count) + 1))),
                           Min(name_count, value_count)};
     for (int i = 0; i < list.count; i++)
         list.items[i] = {TextDatumGetCString(name_items[i]), TextDatumGetCString(value_items[i])};
@@ -197,23 +198,24 @@ static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
         return installed.state == InstalledExtension::Missing ? kNoExtension : kOutdatedExtension;
     }
     Oid extension_oid = installed.extension_oid;
-    kept_plan(&queues_plan, 
-            // Schema-qualified throughout, operators included (see worker_session.cpp). A queue's
-            // options reach its target as text pairs (jsonb_each_text: strings unquoted, as ->>);
-            // the target reads the ones it knows (src/redis/targets/).
-            "SELECT q.name, q.target,"
-            "  ARRAY(SELECT e.key FROM pg_catalog.jsonb_each_text(q.options) e WHERE e.value IS NOT NULL ORDER BY e.key),"
-            "  ARRAY(SELECT e.value FROM pg_catalog.jsonb_each_text(q.options) e WHERE e.value IS NOT NULL ORDER BY e.key),"
-            "  coalesce((q.options OPERATOR(pg_catalog.->>) 'batch_size')::int, 0),"
-            "  (q.options OPERATOR(pg_catalog.->>) 'delivery') OPERATOR(pg_catalog.=) 'group'"
-            " FROM jobbuf.queues q"
-            " WHERE NOT q.paused AND q.target OPERATOR(pg_catalog.<>) 'none'"
-            " ORDER BY q.name",
-            0, nullptr);
+    kept_plan(
+        &queues_plan,
+        // Schema-qualified throughout, operators included (see worker_session.cpp). A queue's
+        // options reach its target as text pairs (jsonb_each_text: strings unquoted, as ->>);
+        // the target reads the ones it knows (src/redis/targets/).
+        "SELECT q.name, q.target,"
+        "  ARRAY(SELECT e.key FROM pg_catalog.jsonb_each_text(q.options) e WHERE e.value IS NOT NULL ORDER BY e.key),"
+        "  ARRAY(SELECT e.value FROM pg_catalog.jsonb_each_text(q.options) e WHERE e.value IS NOT NULL ORDER BY e.key),"
+        "  coalesce((q.options OPERATOR(pg_catalog.->>) 'batch_size')::int, 0),"
+        "  (q.options OPERATOR(pg_catalog.->>) 'delivery') OPERATOR(pg_catalog.=) 'group'"
+        " FROM jobbuf.queues q"
+        " WHERE NOT q.paused AND q.target OPERATOR(pg_catalog.<>) 'none'"
+        " ORDER BY q.name",
+        0, nullptr);
     execute_kept(queues_plan, nullptr, nullptr, true, SPI_OK_SELECT, "loading queues");
 
     int count = static_cast<int>(SPI_processed);
-    SPITupleTable* queue_rows = SPI_tuptable;  // kept until SPI_finish
+    SPITupleTable* queue_rows = SPI_tuptable;        // kept until SPI_finish
     queues_fingerprint(&list_rows, &list_xmin_sum);  // the same snapshot as the list
     list_extension = extension_oid;
     note_installation(extension_oid);
@@ -230,11 +232,11 @@ static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
         ActiveQueue* q = &list[kept];
         strlcpy(q->name, TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull)), NAMEDATALEN);
         char* target_name = TextDatumGetCString(SPI_getbinval(tuple, desc, 2, &isnull));
-        TargetOptionList options = target_options(SPI_getbinval(tuple, desc, 3, &isnull),
-                                                  SPI_getbinval(tuple, desc, 4, &isnull));
+        TargetOptionList options =
+            target_options(SPI_getbinval(tuple, desc, 3, &isnull), SPI_getbinval(tuple, desc, 4, &isnull));
         char error[256];
-        q->target = jobbuf::redis::queue_target_create(target_name, q->name, options.items, options.count,
-                                                       error, sizeof(error));
+        q->target = jobbuf::redis::queue_target_create(target_name, q->name, options.items, options.count, error,
+                                                       sizeof(error));
         if (q->target == nullptr) {
             warn_unusable_queue(q->name, error);
             continue;
@@ -251,7 +253,8 @@ static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
     list_by_hash = static_cast<int*>(MemoryContextAlloc(cxt, sizeof(int) * (kept + 1)));
     for (int i = 0; i < kept; i++)
         list_by_hash[i] = i;
-    std::sort(list_by_hash, list_by_hash + kept, [list](int a, int b) { return list[a].wake_hash < list[b].wake_hash; });
+    std::sort(list_by_hash, list_by_hash + kept,
+              [list](int a, int b) { return list[a].wake_hash < list[b].wake_hash; });
     *queues = list;
     return kept;
 }

@@ -8,14 +8,14 @@
 
 struct ActiveQueue {
     char name[NAMEDATALEN];
-    jobbuf::redis::QueueTarget* target;  // made from the queue's target and options at each load
+    jobbuf::redis::QueueTarget* target;         // made from the queue's target and options at each load
     const jobbuf::redis::TargetTraits* traits;  // the target's: what the take must know
-    int batch_size;                  // 0: jobbuf.batch_size (group delivery: jobbuf_claim's default)
-    bool group_delivery;             // delivery 'group': one message per claimed group
-    uint64 wake_hash;                // queue_wake_hash(name): what a commit that staged into it names
-    uint64 wake_bit;                 // queue_wake_bit(name): set when a commit staged into it
-    mutable QueueProgressCache progress;  // the worker's cursor of the queue (queue_progress.h)
-    mutable bool listed;                  // in the pass's list of pending queues (pending_queues.h)
+    int batch_size;                             // 0: jobbuf.batch_size (group delivery: jobbuf_claim's default)
+    bool group_delivery;                        // delivery 'group': one message per claimed group
+    uint64 wake_hash;                           // queue_wake_hash(name): what a commit that staged into it names
+    uint64 wake_bit;                            // queue_wake_bit(name): set when a commit staged into it
+    mutable QueueProgressCache progress;        // the worker's cursor of the queue (queue_progress.h)
+    mutable bool listed;                        // in the pass's list of pending queues (pending_queues.h)
 };
 
 // The queue of the last list with this wake hash, or NULL (a paused or unknown queue).

@@ -3,8 +3,8 @@
 #pragma once
 #include "pg_includes.h"
 
-#include "worker/latch_io_waiter.h"
 #include "redis/drain_session.h"
+#include "worker/latch_io_waiter.h"
 
 struct DrainContext {
     jobbuf::redis::DrainSession* session;
@@ -12,14 +12,14 @@ struct DrainContext {
 };
 
 enum class BatchOutcome {
-    Empty,       // nothing ready
-    Locked,      // jobbuf's tables are locked (DDL): nothing done, try again at the next round
-    Stale,       // jobbuf.queues changed since the queue list was read: nothing done, reload it
-    Partial,     // delivered fewer than a full batch: the queue is drained for now
-    Full,        // delivered a full batch: there may be more
-    Unavailable, // Redis unreachable or failed mid-way: the jobs stay staged
-    Refused,     // Redis refused the unit (OOM, ...): the jobs stay staged
-    Interrupted, // shutdown requested during Redis I/O
+    Empty,        // nothing ready
+    Locked,       // jobbuf's tables are locked (DDL): nothing done, try again at the next round
+    Stale,        // jobbuf.queues changed since the queue list was read: nothing done, reload it
+    Partial,      // delivered fewer than a full batch: the queue is drained for now
+    Full,         // delivered a full batch: there may be more
+    Unavailable,  // Redis unreachable or failed mid-way: the jobs stay staged
+    Refused,      // Redis refused the unit (OOM, ...): the jobs stay staged
+    Interrupted,  // shutdown requested during Redis I/O
 };
 
 struct BatchResult {
@@ -38,11 +38,11 @@ inline BatchOutcome outcome_of(jobbuf::redis::SessionReport::Status status)
 {
     using Status = jobbuf::redis::SessionReport::Status;
     switch (status) {
-    case Status::Interrupted:
-        return BatchOutcome::Interrupted;
-    case Status::Refused:
-        return BatchOutcome::Refused;
-    default:
-        return BatchOutcome::Unavailable;
+        case Status::Interrupted:
+            return BatchOutcome::Interrupted;
+        case Status::Refused:
+            return BatchOutcome::Refused;
+        default:
+            return BatchOutcome::Unavailable;
     }
 }

@@ -4,9 +4,9 @@
 // (redis/cluster/cluster_inspection.h).
 #include "pg_includes.h"
 
+#include "redis/cluster/cluster_inspection.h"
 #include "settings.h"
 #include "worker/latch_io_waiter.h"
-#include "redis/cluster/cluster_inspection.h"
 
 extern "C" {
 #include "funcapi.h"
@@ -63,5 +63,5 @@ extern "C" Datum jobbuf_cluster_nodes(PG_FUNCTION_ARGS)
         nulls[4] = nulls[5] = rows[i].slot_first < 0;
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
     }
-    return (Datum) 0;
+    return (Datum)0;
 }

@@ -50,7 +50,7 @@ char* read_database_settings(void)
     bool isnull = true;
     Datum config = HeapTupleIsValid(tuple)
                        ? heap_getattr(tuple, Anum_pg_db_role_setting_setconfig, RelationGetDescr(catalog), &isnull)
-                       : (Datum) 0;
+                       : (Datum)0;
     if (!isnull) {
         Datum* items;
         bool* nulls;
@@ -110,8 +110,9 @@ void leave_if_database_settings_changed(void)
     pfree(now);
     if (!changed)
         return;
-    ereport(LOG, (errmsg("jobbuf: the jobbuf settings of database \"%s\" changed; its drain worker restarts to apply them",
-                         drain_database_name())));
+    ereport(LOG,
+            (errmsg("jobbuf: the jobbuf settings of database \"%s\" changed; its drain worker restarts to apply them",
+                    drain_database_name())));
     shared_state_note_exit(WorkerExit::SettingsChanged);
     proc_exit(0);
 }

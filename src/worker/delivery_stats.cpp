@@ -3,8 +3,8 @@
 
 #include "kept_plan.h"
 
-#include "worker/delivery_stats.h"
 #include "shared_state.h"
+#include "worker/delivery_stats.h"
 #include "worker/worker_transaction.h"
 
 extern "C" {
@@ -17,11 +17,12 @@ static SPIPlanPtr stats_plan = nullptr;
 void record_batch(const char* queue, int64 delivered, int64 failed, const char* error)
 {
     Datum values[4] = {CStringGetTextDatum(queue), Int64GetDatum(delivered), Int64GetDatum(failed),
-                       error ? CStringGetTextDatum(error) : (Datum) 0};
+                       error ? CStringGetTextDatum(error) : (Datum)0};
     char nulls[4] = {' ', ' ', ' ', static_cast<char>(error ? ' ' : 'n')};
     {
         Oid types[4] = {TEXTOID, INT8OID, INT8OID, TEXTOID};
-        kept_plan(&stats_plan, 
+        kept_plan(
+            &stats_plan,
             "UPDATE jobbuf.queue_stats s SET"
             "  delivered_total = s.delivered_total OPERATOR(pg_catalog.+) $2,"
             "  failed_total = s.failed_total OPERATOR(pg_catalog.+) $3,"

@@ -14,16 +14,16 @@
 
 #include "kept_plan.h"
 
+#include "installation_identity.h"
+#include "settings.h"
 #include "worker/active_queues.h"
 #include "worker/delivery_attempt.h"
 #include "worker/delivery_stats.h"
-#include "installation_identity.h"
 #include "worker/drain_batch.h"
 #include "worker/expired_claims.h"
 #include "worker/job_taker.h"
 #include "worker/own_keys.h"
 #include "worker/queue_census.h"
-#include "settings.h"
 #include "worker/taken_batch.h"
 #include "worker/worker_transaction.h"
 
@@ -48,7 +48,8 @@ void prepare_plans(void)
 {
     {
         Oid types[7] = {TEXTOID, INT4OID, TEXTARRAYOID, INT8OID, BOOLOID, TEXTOID, UUIDOID};
-        kept_plan(&take_plan, 
+        kept_plan(
+            &take_plan,
             // Written so that the plan cannot depend on statistics (it is made once, often
             // while the table is empty): "queue <= $1 AND (queue, owner) <= ($1, $7) AND
             // (queue, owner, id) > ($1, $7, $4)" means queue = $1, owner = $7 (this installation:
@@ -81,7 +82,8 @@ void prepare_plans(void)
         // The job's origin goes with it (jobbuf_retry_dead stages it again with the ids consumers
         // saw); its owner is this installation (the only one whose jobs the worker takes): the default.
         Oid types[9] = {INT8OID, TEXTOID, JSONBOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, INT4OID, TEXTOID, UUIDOID};
-        kept_plan(&dead_plan, 
+        kept_plan(
+            &dead_plan,
             "INSERT INTO jobbuf.dead (id, queue, payload, partition_key, unique_key, staged_at,"
             "                         attempts, last_error, errors, origin)"
             " VALUES ($1, $2, $3, $4, $5, $6, $7 OPERATOR(pg_catalog.+) 1, $8,"
@@ -94,13 +96,17 @@ void prepare_plans(void)
 void dead_letter(const TakenBatch& taken, uint64 row, const char* queue, const char* error)
 {
     const TakenJobRecord& record = taken.records[row];
-    Datum values[9] = {Int64GetDatum(taken.jobs[row].id), CStringGetTextDatum(queue),
+    Datum values[9] = {Int64GetDatum(taken.jobs[row].id),
+                       CStringGetTextDatum(queue),
                        PointerGetDatum(DatumGetJsonbP(record.payload)),  // as stored: detoasted here
-                       record.partition_key, record.unique_key, TimestampTzGetDatum(record.staged_at),
-                       Int32GetDatum(record.attempts), CStringGetTextDatum(error),
+                       record.partition_key,
+                       record.unique_key,
+                       TimestampTzGetDatum(record.staged_at),
+                       Int32GetDatum(record.attempts),
+                       CStringGetTextDatum(error),
                        UUIDPGetDatum(&record.origin)};
-    char nulls[9] = {' ', ' ', ' ', record.partition_key == 0 ? 'n' : ' ', record.unique_key == 0 ? 'n' : ' ',
-                     ' ', ' ', ' ', ' '};
+    char nulls[9] = {' ', ' ', ' ', record.partition_key == 0 ? 'n' : ' ', record.unique_key == 0 ? 'n' : ' ', ' ',
+                     ' ', ' ', ' '};
     execute_kept(dead_plan, values, nulls, false, SPI_OK_INSERT, "dead-letter insert");
 }
 
@@ -117,8 +123,11 @@ void take_batch(const ActiveQueue* q, int limit, int64 after_id, TakeBounds boun
         elog(ERROR, "jobbuf: the installed SQL has no installation identity");
     ParamListInfo params = makeParamList(7);
     const Oid types[7] = {TEXTOID, INT4OID, TEXTARRAYOID, INT8OID, BOOLOID, TEXTOID, UUIDOID};
-    const Datum values[7] = {CStringGetTextDatum(q->name), Int32GetDatum(limit), own_keys_array(target),
-                             Int64GetDatum(after_id), BoolGetDatum(target.carries_run_at),
+    const Datum values[7] = {CStringGetTextDatum(q->name),
+                             Int32GetDatum(limit),
+                             own_keys_array(target),
+                             Int64GetDatum(after_id),
+                             BoolGetDatum(target.carries_run_at),
                              target.probed_key != nullptr ? CStringGetTextDatum(target.probed_key) : Datum(0),
                              UUIDPGetDatum(own)};
     for (int i = 0; i < 7; i++) {
@@ -143,15 +152,16 @@ void take_batch(const ActiveQueue* q, int limit, int64 after_id, TakeBounds boun
 // Rewrites the marker to name only the jobs Redis took (results Delivered): a rejected job must
 // not be named, or reconciliation would later delete it (for example after jobbuf_retry_dead put
 // it back with the same id) as if it were in Redis.
-static SessionReport mark_only_delivered(DrainContext* ctx, const StagedJob* jobs, const JobResult* results, uint64 count)
+static SessionReport mark_only_delivered(DrainContext* ctx, const StagedJob* jobs, const JobResult* results,
+                                         uint64 count)
 {
     auto* ids = static_cast<int64*>(palloc(sizeof(int64) * count));
     size_t n = 0;
     for (uint64 i = 0; i < count; i++)
         if (results[i] == JobResult::Delivered)
             ids[n++] = jobs[i].id;
-    SessionReport report = jobbuf::redis::drain_session_write_marker(
-        ctx->session, *ctx->waiter, reinterpret_cast<const std::int64_t*>(ids), n);
+    SessionReport report = jobbuf::redis::drain_session_write_marker(ctx->session, *ctx->waiter,
+                                                                     reinterpret_cast<const std::int64_t*>(ids), n);
     ctx->waiter->raise_pending();
     pfree(ids);
     return report;
@@ -195,9 +205,9 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
 
     auto* results = static_cast<JobResult*>(palloc(sizeof(JobResult) * count));
     char reject_message[jobbuf::redis::kMessageLen];
-    SessionReport report = jobbuf::redis::drain_session_deliver(
-        ctx->session, *ctx->waiter, q->target, jobs, count, now_epoch_seconds(), results,
-        reject_message, sizeof(reject_message));
+    SessionReport report =
+        jobbuf::redis::drain_session_deliver(ctx->session, *ctx->waiter, q->target, jobs, count, now_epoch_seconds(),
+                                             results, reject_message, sizeof(reject_message));
     ctx->waiter->raise_pending();  // back in the Postgres regime: an ERROR a wait caught goes on here
     if (report.status != SessionReport::Status::Ok) {
         // Nothing of this unit ran (Refused), or we cannot know (connection lost): the DELETE
@@ -228,8 +238,8 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
         SessionReport rewrite = mark_only_delivered(ctx, jobs, results, count);
         if (retry > 0 || rewrite.status != SessionReport::Status::Ok) {
             abort_worker_transaction();
-            result.outcome = rewrite.status == SessionReport::Status::Ok ? BatchOutcome::Refused
-                                                                         : outcome_of(rewrite.status);
+            result.outcome =
+                rewrite.status == SessionReport::Status::Ok ? BatchOutcome::Refused : outcome_of(rewrite.status);
             result.reconcile_needed = true;
             set_batch_message(&result, retry > 0 ? "Redis refused part of a batch; the refused jobs stay staged"
                                                  : rewrite.message);
@@ -255,7 +265,7 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
                                  rejected, q->name),
                           errdetail("%s", reject_message)));
     }
-    result.outcome = count == static_cast<uint64>(limit) || taken.full_by_bytes ? BatchOutcome::Full
-                                                                                : BatchOutcome::Partial;
+    result.outcome =
+        count == static_cast<uint64>(limit) || taken.full_by_bytes ? BatchOutcome::Full : BatchOutcome::Partial;
     return result;
 }

@@ -117,8 +117,8 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
     message.run_at = now;
     JobResult outcome = JobResult::Retry;
     char reject_message[jobbuf::redis::kMessageLen];
-    SessionReport report = jobbuf::redis::drain_session_deliver(
-        ctx->session, *ctx->waiter, q->target, &message, 1, now, &outcome, reject_message, sizeof(reject_message));
+    SessionReport report = jobbuf::redis::drain_session_deliver(ctx->session, *ctx->waiter, q->target, &message, 1, now,
+                                                                &outcome, reject_message, sizeof(reject_message));
     ctx->waiter->raise_pending();
     bool pushed = report.status == SessionReport::Status::Ok && outcome == JobResult::Delivered;
 
@@ -130,9 +130,10 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
         record_batch(q->name, jobs_in_group, 0, nullptr);
     } else {
         Oid types[1] = {UUIDOID};
-        kept_plan(&release_plan, 
-                "UPDATE jobbuf.jobs j SET group_id = NULL, lease_until = NULL"
-                " WHERE j.group_id OPERATOR(pg_catalog.=) $1", 1, types);
+        kept_plan(&release_plan,
+                  "UPDATE jobbuf.jobs j SET group_id = NULL, lease_until = NULL"
+                  " WHERE j.group_id OPERATOR(pg_catalog.=) $1",
+                  1, types);
         Datum release_args[1] = {DirectFunctionCall1(uuid_in, CStringGetDatum(group_text))};
         execute_kept(release_plan, release_args, nullptr, false, SPI_OK_UPDATE, "releasing a group");
     }

@@ -55,7 +55,9 @@ void leave_unless_waiting_for_extension(void)
 {
     if (jobbuf_shared == nullptr || jobbuf_shared->waits_for_extension)
         return;
-    ereport(LOG, (errmsg("jobbuf: database \"%s\" has no jobbuf extension; its drain worker stops until CREATE EXTENSION jobbuf",
-                         drain_database_name())));
+    ereport(
+        LOG,
+        (errmsg("jobbuf: database \"%s\" has no jobbuf extension; its drain worker stops until CREATE EXTENSION jobbuf",
+                drain_database_name())));
     leave(WorkerExit::NoExtension);
 }

@@ -7,28 +7,28 @@
 #include "pg_includes.h"
 
 #include "commit_wakeup.h"
-#include "worker/drain_batch.h"
-#include "worker/active_queues.h"
-#include "worker/drain_group.h"
-#include "worker/drain_slot.h"
-#include "worker/database_settings.h"
-#include "worker/reconcile.h"
-#include "worker/queue_census.h"
-#include "worker/storage_rotation.h"
-#include "worker/guarded_call.h"
-#include "worker/pass_schedule.h"
-#include "worker/pending_queues.h"
-#include "worker/queue_failures.h"
-#include "worker/queue_progress.h"
-#include "worker/queues_with_jobs.h"
-#include "worker/redis_health.h"
-#include "worker/refused_targets.h"
 #include "drop_database_guard.h"
 #include "extension_version.h"
-#include "worker/problem_log.h"
 #include "refused_settings.h"
 #include "settings.h"
 #include "shared_state.h"
+#include "worker/active_queues.h"
+#include "worker/database_settings.h"
+#include "worker/drain_batch.h"
+#include "worker/drain_group.h"
+#include "worker/drain_slot.h"
+#include "worker/guarded_call.h"
+#include "worker/pass_schedule.h"
+#include "worker/pending_queues.h"
+#include "worker/problem_log.h"
+#include "worker/queue_census.h"
+#include "worker/queue_failures.h"
+#include "worker/queue_progress.h"
+#include "worker/queues_with_jobs.h"
+#include "worker/reconcile.h"
+#include "worker/redis_health.h"
+#include "worker/refused_targets.h"
+#include "worker/storage_rotation.h"
 #include "worker/worker_session.h"
 
 extern "C" {
@@ -56,7 +56,7 @@ constexpr int kErrorBackoffMs = 1000;
 
 struct WorkerState {
     DrainContext ctx;
-    MemoryContext queue_cxt;       // the active queue list, reset when it is reloaded
+    MemoryContext queue_cxt;  // the active queue list, reset when it is reloaded
     bool reconcile_needed;
     char client_name[128];
     char lease_value[MAXPGPATH + 384];  // this cluster, as the delivery lease names it
@@ -64,7 +64,7 @@ struct WorkerState {
     TimestampTz lease_held_since;       // when another cluster was first found holding it (0: not)
     uint32 rotation;
     bool fencing_warned;
-    bool targets_noted;   // note_refused_targets ran since the last load and connection
+    bool targets_noted;                    // note_refused_targets ran since the last load and connection
     char config_problem[kStatusErrorLen];  // why the Redis settings are unusable; empty: they are usable
 };
 
@@ -109,13 +109,14 @@ void apply_settings(void)
         strlcpy(report.message, error, sizeof(report.message));
         jobbuf::redis::drain_session_unconfigure(state->ctx.session);
     } else if (!read_redis_password(password, sizeof(password), error, sizeof(error)) ||
-        !read_sentinel_password(sentinel_password, sizeof(sentinel_password), error, sizeof(error))) {
+               !read_sentinel_password(sentinel_password, sizeof(sentinel_password), error, sizeof(error))) {
         report.status = SessionReport::Status::BadConfig;
         strlcpy(report.message, error, sizeof(report.message));
         jobbuf::redis::drain_session_unconfigure(state->ctx.session);
     } else {
-        report = jobbuf::redis::drain_session_configure(
-            state->ctx.session, redis_session_settings(password, sentinel_password, state->client_name));
+        report = jobbuf::redis::drain_session_configure(state->ctx.session,
+                                                        redis_session_settings(password, sentinel_password,
+                                                                               state->client_name));
     }
     explicit_bzero(password, sizeof(password));
     explicit_bzero(sentinel_password, sizeof(sentinel_password));
@@ -180,20 +181,21 @@ bool session_call_succeeded(const SessionReport& report)
         return false;
     }
     switch (report.status) {
-    case SessionReport::Status::Ok:
-        return true;
-    case SessionReport::Status::Interrupted:
-        return false;
-    case SessionReport::Status::BadConfig:
-        report_problem(ProblemKind::Settings, state->config_problem[0] != '\0' ? state->config_problem : report.message);
-        delay_redis_attempts(kMaxBackoffMs);
-        return false;
-    case SessionReport::Status::Held:
-        lease_held_elsewhere(report.message);
-        return false;
-    default:
-        redis_failed(state->ctx.session, report.message);
-        return false;
+        case SessionReport::Status::Ok:
+            return true;
+        case SessionReport::Status::Interrupted:
+            return false;
+        case SessionReport::Status::BadConfig:
+            report_problem(ProblemKind::Settings,
+                           state->config_problem[0] != '\0' ? state->config_problem : report.message);
+            delay_redis_attempts(kMaxBackoffMs);
+            return false;
+        case SessionReport::Status::Held:
+            lease_held_elsewhere(report.message);
+            return false;
+        default:
+            redis_failed(state->ctx.session, report.message);
+            return false;
     }
 }
 
@@ -269,8 +271,9 @@ void wait_for_installation(int why)
         return;
     }
     leave_unless_waiting_for_extension();
-    report_problem(ProblemKind::Config,
-                   "the jobbuf extension is not installed in jobbuf.database; the worker waits for CREATE EXTENSION jobbuf");
+    report_problem(
+        ProblemKind::Config,
+        "the jobbuf extension is not installed in jobbuf.database; the worker waits for CREATE EXTENSION jobbuf");
     take_staged_work();
     forget_queue_progress();
 }
@@ -450,20 +453,20 @@ long drain_round(void)
             progress->pending = result.outcome == BatchOutcome::Full;  // a full batch: there may be more
             more = more || progress->pending;
             switch (result.outcome) {
-            case BatchOutcome::Full:
-            case BatchOutcome::Partial:
-                delivered_any = true;
-                queue_succeeded(q->name);
-                break;
-            case BatchOutcome::Empty:
-                queue_succeeded(q->name);
-                break;
-            case BatchOutcome::Locked:
-                locked_out = true;  // a full round again shortly
-                break;
-            default:
-                batch_failed(result);
-                return redis_backoff_ms();
+                case BatchOutcome::Full:
+                case BatchOutcome::Partial:
+                    delivered_any = true;
+                    queue_succeeded(q->name);
+                    break;
+                case BatchOutcome::Empty:
+                    queue_succeeded(q->name);
+                    break;
+                case BatchOutcome::Locked:
+                    locked_out = true;  // a full round again shortly
+                    break;
+                default:
+                    batch_failed(result);
+                    return redis_backoff_ms();
             }
         }
     }
@@ -505,7 +508,7 @@ void jobbuf_drain_main(Datum arg)
 
     pin_worker_session();
     note_refused_remembered_settings();
-    on_shmem_exit(unpublish_worker, (Datum) 0);
+    on_shmem_exit(unpublish_worker, (Datum)0);
     publish_worker();
     apply_settings();
     ereport(LOG, (errmsg("jobbuf: drain worker started in database \"%s\"", drain_database_name())));
@@ -514,7 +517,8 @@ void jobbuf_drain_main(Datum arg)
         CHECK_FOR_INTERRUPTS();
         reload_settings_if_asked();
         if (drain_worker_must_leave()) {
-            ereport(LOG, (errmsg("jobbuf: drain worker leaves database \"%s\" for DROP DATABASE", drain_database_name())));
+            ereport(LOG,
+                    (errmsg("jobbuf: drain worker leaves database \"%s\" for DROP DATABASE", drain_database_name())));
             note_departure_for_drop();
             proc_exit(0);
         }

@@ -46,4 +46,3 @@ inline bool run_guarded(Fn fn)
         report_recovered(ProblemKind::Database, "the last database error is resolved");
     return ok;
 }
-

@@ -5,10 +5,10 @@
 #include <new>
 
 #include "installation_identity.h"
+#include "jobs_table_shape.h"
+#include "jsonb_text_size.h"
 #include "worker/job_taker.h"
 #include "worker/own_keys.h"
-#include "jsonb_text_size.h"
-#include "jobs_table_shape.h"
 
 extern "C" {
 #include "access/detoast.h"
@@ -40,10 +40,9 @@ namespace {
 bool waiting_index_is_pristine(Relation index)
 {
     Form_pg_index form = index->rd_index;
-    if (index->rd_rel->relam != BTREE_AM_OID || !form->indisvalid || !form->indisready ||
-        form->indnatts != 3 || form->indnkeyatts != 3 || form->indkey.values[0] != kJobsQueue ||
-        form->indkey.values[1] != kJobsOwner || form->indkey.values[2] != kJobsId ||
-        RelationGetIndexExpressions(index) != NIL)
+    if (index->rd_rel->relam != BTREE_AM_OID || !form->indisvalid || !form->indisready || form->indnatts != 3 ||
+        form->indnkeyatts != 3 || form->indkey.values[0] != kJobsQueue || form->indkey.values[1] != kJobsOwner ||
+        form->indkey.values[2] != kJobsId || RelationGetIndexExpressions(index) != NIL)
         return false;
     List* predicate = RelationGetIndexPredicate(index);
     if (list_length(predicate) != 1 || !IsA(linitial(predicate), NullTest))
@@ -59,8 +58,7 @@ bool has_top_level_key(Jsonb* payload, const char* key)
     probe.type = jbvString;
     probe.val.string.val = const_cast<char*>(key);
     probe.val.string.len = static_cast<int>(strlen(key));
-    return JB_ROOT_IS_OBJECT(payload) &&
-           findJsonbValueFromContainer(&payload->root, JB_FOBJECT, &probe) != nullptr;
+    return JB_ROOT_IS_OBJECT(payload) && findJsonbValueFromContainer(&payload->root, JB_FOBJECT, &probe) != nullptr;
 }
 
 // The payload without the keys the target writes itself (TargetTraits::own_keys), as the batch
@@ -81,7 +79,8 @@ double epoch_seconds(TimestampTz ts)
     // date_part('epoch', ts): the exact quotient rounded once to a double, as here.
     // SetEpochTimestamp() without its calendar arithmetic on every call (4% of the drain's CPU).
     // 'infinity' (INT64_MAX) would overflow the subtraction: bounded as the batch statement's rows are.
-    constexpr TimestampTz kUnixEpoch = -static_cast<TimestampTz>(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
+    constexpr TimestampTz kUnixEpoch =
+        -static_cast<TimestampTz>(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
     if (TIMESTAMP_NOT_FINITE(ts))
         return TIMESTAMP_IS_NOBEGIN(ts) ? 0 : jobbuf::redis::kLatestEpochSeconds;
     return jobbuf::redis::bounded_epoch_seconds(static_cast<double>(ts - kUnixEpoch) / USECS_PER_SEC);
@@ -92,8 +91,8 @@ double epoch_seconds(TimestampTz ts)
 // longer than bounds.job_bytes is never rendered. Every copy of the payload made here (detoasted,
 // the target's own keys removed) is freed once rendered: the batch keeps the text and the row's stored
 // value only.
-void append_job(TupleTableSlot* slot, const jobbuf::redis::TargetTraits& target, TakeBounds bounds, TakenBatch* taken, StringInfo texts,
-                size_t* text_start)
+void append_job(TupleTableSlot* slot, const jobbuf::redis::TargetTraits& target, TakeBounds bounds, TakenBatch* taken,
+                StringInfo texts, size_t* text_start)
 {
     uint64 i = taken->count;
     Assert(i < taken->capacity);
@@ -156,8 +155,8 @@ bool take_jobs_directly(const char* queue, const jobbuf::redis::TargetTraits& ta
     // queue = $1 AND owner = <own identity> AND id > $after_id, in (queue, owner, id) order: the
     // scan starts right at the cursor, and never meets a held job.
     ScanKeyData keys[3];
-    ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid, index->rd_indcollation[0],
-                           F_TEXTEQ, CStringGetTextDatum(queue));
+    ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid, index->rd_indcollation[0], F_TEXTEQ,
+                           CStringGetTextDatum(queue));
     ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid, InvalidOid, F_UUID_EQ,
                            UUIDPGetDatum(&own));
     ScanKeyEntryInitialize(&keys[2], 0, 3, BTGreaterStrategyNumber, InvalidOid, InvalidOid, F_INT8GT,

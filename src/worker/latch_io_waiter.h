@@ -21,7 +21,12 @@ public:
 
     // True when a latch wake-up (for example a committed job) arrived during a wait; the worker
     // then scans again instead of sleeping. Reading clears it.
-    bool take_wakeup() { bool seen = wakeup_seen_; wakeup_seen_ = false; return seen; }
+    bool take_wakeup()
+    {
+        bool seen = wakeup_seen_;
+        wakeup_seen_ = false;
+        return seen;
+    }
 
     // After a drain_session_* call: re-raises the ERROR a wait caught, or exits when the
     // postmaster died during a wait. Returns when neither happened.

@@ -9,8 +9,8 @@
 
 #include "database_list.h"
 #include "launcher_signal.h"
-#include "worker/launcher_databases.h"
 #include "shared_state.h"
+#include "worker/launcher_databases.h"
 
 extern "C" {
 #include "pgstat.h"
@@ -45,7 +45,7 @@ void jobbuf_launcher_main(Datum arg)
     if (jobbuf_cluster == nullptr)
         proc_exit(0);
 
-    on_shmem_exit(forget_launcher_latch, (Datum) 0);
+    on_shmem_exit(forget_launcher_latch, (Datum)0);
     uint32 databases_seen = pg_atomic_read_u32(&jobbuf_cluster->databases_changed);
     reclaim_slots();
     jobbuf_cluster->launcher_latch = MyLatch;
@@ -69,7 +69,7 @@ void jobbuf_launcher_main(Datum arg)
         start_workers(now);
         publish_left_out();
 
-        (void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, next_wait_ms(now), PG_WAIT_EXTENSION);
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, next_wait_ms(now), PG_WAIT_EXTENSION);
         ResetLatch(MyLatch);
     }
 }

@@ -14,10 +14,10 @@
 
 #include "database_list.h"
 #include "launcher_signal.h"
-#include "worker/launcher_databases.h"
-#include "worker/problem_log.h"
 #include "settings.h"
 #include "shared_state.h"
+#include "worker/launcher_databases.h"
+#include "worker/problem_log.h"
 
 extern "C" {
 #include "access/heapam.h"
@@ -26,10 +26,10 @@ extern "C" {
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_database.h"
-#include "utils/snapmgr.h"
 #include "postmaster/bgworker.h"
 #include "storage/latch.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 }
@@ -54,17 +54,17 @@ enum class Phase {
 enum class Access { Ready, Missing, ClosedToConnections };
 
 struct Entry {
-    Oid oid;                  // InvalidOid: a named database that does not exist (yet)
+    Oid oid;  // InvalidOid: a named database that does not exist (yet)
     char name[NAMEDATALEN];
-    bool named;               // named in jobbuf.database: its worker waits for CREATE EXTENSION
+    bool named;  // named in jobbuf.database: its worker waits for CREATE EXTENSION
     Phase phase;
     Access access;
-    bool access_warned;       // the WARNING about access was logged
-    bool left_out_warned;     // the WARNING about jobbuf.max_workers was logged
-    bool recheck;             // CREATE EXTENSION came while a worker or the probe was deciding
-    bool startup_timed_out;   // its worker (or the probe) was stopped before it connected
-    bool startup_warned;      // the WARNING about that was logged
-    int slot;                 // drain slot index, -1 when none
+    bool access_warned;      // the WARNING about access was logged
+    bool left_out_warned;    // the WARNING about jobbuf.max_workers was logged
+    bool recheck;            // CREATE EXTENSION came while a worker or the probe was deciding
+    bool startup_timed_out;  // its worker (or the probe) was stopped before it connected
+    bool startup_warned;     // the WARNING about that was logged
+    int slot;                // drain slot index, -1 when none
     BackgroundWorkerHandle* handle;
     TimestampTz started_at;
     TimestampTz next_start;
@@ -94,8 +94,9 @@ Entry* add_entry(Oid oid, const char* name, bool named)
 {
     if (entry_count == entry_capacity) {
         entry_capacity = Max(16, entry_capacity * 2);
-        entries = static_cast<Entry*>(entries == nullptr ? MemoryContextAlloc(TopMemoryContext, entry_capacity * sizeof(Entry))
-                                                         : repalloc(entries, entry_capacity * sizeof(Entry)));
+        entries = static_cast<Entry*>(entries == nullptr
+                                          ? MemoryContextAlloc(TopMemoryContext, entry_capacity * sizeof(Entry))
+                                          : repalloc(entries, entry_capacity * sizeof(Entry)));
     }
     Entry* e = &entries[entry_count++];
     memset(e, 0, sizeof(*e));
@@ -168,9 +169,12 @@ void set_access(Entry* e, Access access)
         return;
     e->access_warned = true;
     if (access == Access::Missing)
-        ereport(WARNING, (errmsg("jobbuf: database \"%s\" (jobbuf.database) does not exist; the worker starts when it does", e->name)));
+        ereport(WARNING,
+                (errmsg("jobbuf: database \"%s\" (jobbuf.database) does not exist; the worker starts when it does",
+                        e->name)));
     else
-        ereport(WARNING, (errmsg("jobbuf: database \"%s\" does not allow connections; the worker starts when it does", e->name)));
+        ereport(WARNING, (errmsg("jobbuf: database \"%s\" does not allow connections; the worker starts when it does",
+                                 e->name)));
 }
 
 int free_drain_slot(void)
@@ -275,9 +279,12 @@ void warn_left_out(Entry* e)
     if (e->left_out_warned)
         return;
     e->left_out_warned = true;
-    ereport(WARNING, (errmsg("jobbuf: database \"%s\" has the jobbuf extension but gets no drain worker: all jobbuf.max_workers (%d) are in use",
-                             e->name, jobbuf_max_workers),
-                      errhint("Raise jobbuf.max_workers (and max_worker_processes), or narrow jobbuf.database.")));
+    ereport(
+        WARNING,
+        (errmsg(
+             "jobbuf: database \"%s\" has the jobbuf extension but gets no drain worker: all jobbuf.max_workers (%d) are in use",
+             e->name, jobbuf_max_workers),
+         errhint("Raise jobbuf.max_workers (and max_worker_processes), or narrow jobbuf.database.")));
 }
 
 }  // namespace
@@ -366,11 +373,12 @@ void stop_stuck_starts(TimestampTz now)
         e->startup_timed_out = true;
         TerminateBackgroundWorker(e->handle);
         if (!e->startup_warned)
-            ereport(WARNING, (errmsg("jobbuf: the %s for database \"%s\" did not connect within %d s; it is stopped and "
-                                     "tried again later",
-                                     e->phase == Phase::Probing ? "probe" : "drain worker", e->name, kStartupTimeoutMs / 1000),
-                              errhint("A session holding a lock on the database (an open ALTER DATABASE, for instance) "
-                                      "keeps new connections waiting.")));
+            ereport(WARNING,
+                    (errmsg("jobbuf: the %s for database \"%s\" did not connect within %d s; it is stopped and "
+                            "tried again later",
+                            e->phase == Phase::Probing ? "probe" : "drain worker", e->name, kStartupTimeoutMs / 1000),
+                     errhint("A session holding a lock on the database (an open ALTER DATABASE, for instance) "
+                             "keeps new connections waiting.")));
         e->startup_warned = true;
     }
 }
@@ -484,7 +492,7 @@ void reclaim_slots(void)
         for (int waited_ms = 0; slot->in_use && slot->worker_pid != 0 && waited_ms < 10 * 1000; waited_ms += 50) {
             if (waited_ms == 0)
                 kill(slot->worker_pid, SIGTERM);
-            (void) WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 50, PG_WAIT_EXTENSION);
+            (void)WaitLatch(MyLatch, WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 50, PG_WAIT_EXTENSION);
             CHECK_FOR_INTERRUPTS();
         }
         drain_slot_release(slot);

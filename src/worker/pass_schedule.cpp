@@ -1,9 +1,9 @@
 // Postgres regime: the drain worker's pass schedule (see pass_schedule.h).
 #include "pg_includes.h"
 
+#include "settings.h"
 #include "worker/pass_schedule.h"
 #include "worker/queue_progress.h"
-#include "settings.h"
 
 extern "C" {
 #include "utils/timestamp.h"
@@ -21,13 +21,13 @@ constexpr int kRestartScanSpacing = 20;
 constexpr int kMaxFullPassSpacingMs = 60 * 1000;
 constexpr int kMaxHeadPassSpacingMs = 10 * 60 * 1000;
 
-bool full_round_due = true;        // the next round's first pass looks at every queue
-TimestampTz next_full_round = 0;   // ... and so does the first pass after this time
-TimestampTz next_head_pass = 0;    // the first full pass after this time is a head pass
+bool full_round_due = true;       // the next round's first pass looks at every queue
+TimestampTz next_full_round = 0;  // ... and so does the first pass after this time
+TimestampTz next_head_pass = 0;   // the first full pass after this time is a head pass
 TimestampTz full_pass_started = 0;
 TimestampTz head_pass_started = 0;
-int64 full_scan_us = 0;            // the last full pass's first batches (from restarted cursors)
-int64 head_scan_us = 0;            // the same for the last head pass
+int64 full_scan_us = 0;  // the last full pass's first batches (from restarted cursors)
+int64 head_scan_us = 0;  // the same for the last head pass
 
 TimestampTz spaced_after(TimestampTz started, int64 scan_us, int max_spacing_ms)
 {

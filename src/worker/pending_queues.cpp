@@ -15,7 +15,7 @@ namespace {
 
 const ActiveQueue* list = nullptr;  // the queue list the indexes refer to
 int list_count = 0;
-int* listed = nullptr;              // indexes of listed queues (ActiveQueue::listed says which)
+int* listed = nullptr;  // indexes of listed queues (ActiveQueue::listed says which)
 int listed_count = 0;
 int capacity = 0;
 

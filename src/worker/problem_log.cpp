@@ -1,8 +1,8 @@
 // Postgres regime: de-duplicated problem logging for the worker (see problem_log.h).
 #include "pg_includes.h"
 
-#include "worker/problem_log.h"
 #include "shared_state.h"
+#include "worker/problem_log.h"
 
 extern "C" {
 #include "utils/timestamp.h"

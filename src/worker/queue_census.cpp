@@ -29,9 +29,9 @@ using jobbuf::redis::StagedJob;
 
 namespace {
 
-constexpr int kSlots = 12;           // the minute, in slots of
-constexpr double kSlotSeconds = 5;   // five seconds
-constexpr int kBuckets = 96;         // bucket 0: under 1 ms; bucket b: [1 ms * 1.2^(b-1), 1 ms * 1.2^b)
+constexpr int kSlots = 12;          // the minute, in slots of
+constexpr double kSlotSeconds = 5;  // five seconds
+constexpr int kBuckets = 96;        // bucket 0: under 1 ms; bucket b: [1 ms * 1.2^(b-1), 1 ms * 1.2^b)
 constexpr double kBucketBase = 0.001;
 constexpr double kBucketFactor = 1.2;
 
@@ -64,8 +64,8 @@ int64 walk_after = 0;         // the largest id the walk counted
 int walk_steps = 0;
 int64 walk_jobs = 0;
 TimestampTz walk_started = 0;
-long walk_spent_ms = 0;       // the walk's steps, added up
-double walk_longest_ms = 0;   // its longest step
+long walk_spent_ms = 0;      // the walk's steps, added up
+double walk_longest_ms = 0;  // its longest step
 SPIPlanPtr step_plan = nullptr;
 SPIPlanPtr publish_plan = nullptr;
 TimestampTz next_census = 0;
@@ -224,7 +224,7 @@ void publish_census(void)
         queues[queue_count] = CStringGetTextDatum(entry->queue);
         for (int state = 0; state < 4; state++)
             by_state[state][queue_count] = Int64GetDatum(entry->jobs[state]);
-        oldest[queue_count] = entry->has_ready ? TimestampTzGetDatum(entry->oldest_ready) : (Datum) 0;
+        oldest[queue_count] = entry->has_ready ? TimestampTzGetDatum(entry->oldest_ready) : (Datum)0;
         oldest_nulls[queue_count] = !entry->has_ready;
         held += entry->jobs[3];
         held_queues += entry->jobs[3] > 0 ? 1 : 0;
@@ -236,19 +236,21 @@ void publish_census(void)
     };
     Datum values[11] = {
         PointerGetDatum(construct_array(queues, queue_count, TEXTOID, -1, false, TYPALIGN_INT)),
-        int8_array(by_state[0]), int8_array(by_state[1]), int8_array(by_state[2]), int8_array(by_state[3]),
-        PointerGetDatum(construct_md_array(oldest, oldest_nulls, 1, queue_dims, lbs, TIMESTAMPTZOID, 8,
-                                           FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
+        int8_array(by_state[0]),
+        int8_array(by_state[1]),
+        int8_array(by_state[2]),
+        int8_array(by_state[3]),
+        PointerGetDatum(construct_md_array(oldest, oldest_nulls, 1, queue_dims, lbs, TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL,
+                                           TYPALIGN_DOUBLE)),
         PointerGetDatum(construct_array(names, count, TEXTOID, -1, false, TYPALIGN_INT)),
         PointerGetDatum(construct_array(delivered, count, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
         PointerGetDatum(construct_md_array(p50, p_nulls, 1, dims, lbs, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
         PointerGetDatum(construct_md_array(p99, p_nulls, 1, dims, lbs, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
         TimestampTzGetDatum(walk_started)};
     char nulls[12] = "           ";
-    Oid types[11] = {TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID,
+    Oid types[11] = {TEXTARRAYOID, INT8ARRAYOID, INT8ARRAYOID,   INT8ARRAYOID,   INT8ARRAYOID,  TIMESTAMPTZARRAYOID,
                      TEXTARRAYOID, INT8ARRAYOID, FLOAT8ARRAYOID, FLOAT8ARRAYOID, TIMESTAMPTZOID};
-    kept_plan(&publish_plan, "SELECT jobbuf.publish_census($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)", 11,
-              types);
+    kept_plan(&publish_plan, "SELECT jobbuf.publish_census($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)", 11, types);
     execute_kept(publish_plan, values, nulls, false, SPI_OK_SELECT, "queue census");
     note_held_count(held, held_queues);
 }

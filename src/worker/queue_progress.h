@@ -14,11 +14,11 @@
 #include "pg_includes.h"
 
 struct QueueProgress {
-    char queue[NAMEDATALEN];  // hash key
-    int64 after_id;           // the next batch takes jobs with a larger id
-    int64 lowest_passed_over; // the lowest id a batch left waiting since the last full pass
-    bool pending;             // the queue needs (another) batch in this round
-    bool restarted;           // the cursor was restarted and no batch has run from it yet
+    char queue[NAMEDATALEN];   // hash key
+    int64 after_id;            // the next batch takes jobs with a larger id
+    int64 lowest_passed_over;  // the lowest id a batch left waiting since the last full pass
+    bool pending;              // the queue needs (another) batch in this round
+    bool restarted;            // the cursor was restarted and no batch has run from it yet
 };
 
 // Head pass: every cursor back to 0, nothing pending.

@@ -34,22 +34,28 @@ static bool delete_marked_jobs(const std::int64_t* ids, size_t count, bool* gone
     }
     {
         Oid types[1] = {INT8ARRAYOID};
-        kept_plan(&reconcile_plan, "DELETE FROM jobbuf.jobs j"
-                                      " WHERE j.id OPERATOR(pg_catalog.=) ANY ($1) AND j.group_id IS NULL"
-                                      "   AND j.owner OPERATOR(pg_catalog.=) jobbuf.installation_id()",
-                                      1, types);
+        kept_plan(&reconcile_plan,
+                  "DELETE FROM jobbuf.jobs j"
+                  " WHERE j.id OPERATOR(pg_catalog.=) ANY ($1) AND j.group_id IS NULL"
+                  "   AND j.owner OPERATOR(pg_catalog.=) jobbuf.installation_id()",
+                  1, types);
     }
     auto* datums = static_cast<Datum*>(palloc(sizeof(Datum) * count));
     for (size_t i = 0; i < count; i++)
         datums[i] = Int64GetDatum(ids[i]);
-    ArrayType* array = construct_array(datums, static_cast<int>(count), INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+    ArrayType* array =
+        construct_array(datums, static_cast<int>(count), INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
     Datum args[1] = {PointerGetDatum(array)};
     execute_kept(reconcile_plan, args, nullptr, false, SPI_OK_DELETE, "reconciliation");
     uint64 deleted = SPI_processed;
     commit_worker_transaction();
     if (deleted > 0)
-        ereport(LOG, (errmsg("jobbuf: " UINT64_FORMAT " job(s) were already in Redis when the last batch was interrupted; removed them without pushing again",
-                             deleted)));
+        ereport(
+            LOG,
+            (errmsg(
+                "jobbuf: " UINT64_FORMAT
+                " job(s) were already in Redis when the last batch was interrupted; removed them without pushing again",
+                deleted)));
     return true;
 }
 

@@ -1,10 +1,10 @@
 // Postgres regime: Redis backoff and outage reporting for the drain worker (see redis_health.h).
 #include "pg_includes.h"
 
-#include "worker/redis_health.h"
-#include "worker/problem_log.h"
 #include "settings.h"
 #include "shared_state.h"
+#include "worker/problem_log.h"
+#include "worker/redis_health.h"
 
 extern "C" {
 #include "utils/timestamp.h"

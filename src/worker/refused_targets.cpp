@@ -41,8 +41,9 @@ void note_refused_targets(const jobbuf::redis::DrainSession* session, const Acti
         return;
     }
     char message[kStatusErrorLen];
-    snprintf(message, sizeof(message), refused > 1 ? "queues %s are not delivered and their jobs stay staged: %s"
-                                                   : "queue %s is not delivered and its jobs stay staged: %s",
+    snprintf(message, sizeof(message),
+             refused > 1 ? "queues %s are not delivered and their jobs stay staged: %s"
+                         : "queue %s is not delivered and its jobs stay staged: %s",
              names, why);
     report_problem(ProblemKind::Target, message);
     if (strcmp(noted, message) == 0)

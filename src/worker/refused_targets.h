@@ -4,8 +4,8 @@
 #pragma once
 #include "pg_includes.h"
 
-#include "worker/active_queues.h"
 #include "redis/drain_session.h"
+#include "worker/active_queues.h"
 
 // Whether the worker must leave q's jobs staged.
 bool target_refused(const jobbuf::redis::DrainSession* session, const ActiveQueue* q);

@@ -2,10 +2,10 @@
 // and docs/storage.md).
 #include "pg_includes.h"
 
+#include "jobs_table_shape.h"
 #include "pg_compat.h"
 #include "worker/storage_rotation.h"
 #include "worker/worker_transaction.h"
-#include "jobs_table_shape.h"
 
 extern "C" {
 #include "access/heapam.h"
@@ -16,8 +16,8 @@ extern "C" {
 #include "access/xact.h"
 #include "catalog/heap.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_class.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "nodes/makefuncs.h"
@@ -51,7 +51,7 @@ constexpr long kTooLiveRetryMs = 5000;
 // The tables the worker rotates, each checked on its own schedule.
 struct RotatedTable {
     const char* name;
-    BlockNumber rotate_at_blocks;      // the heap size from which rotation is due
+    BlockNumber rotate_at_blocks;       // the heap size from which rotation is due
     bool (*is_pristine)(Relation rel);  // as the extension made it: a TRUNCATE changes nothing else
     TimestampTz next_check;
     long lock_retry_ms;
@@ -219,17 +219,17 @@ void rotate_storage_if_due(void)
         commit_worker_transaction();  // unless it rotated, nothing was written: this releases the locks
         long wait_ms = kCheckEveryMs;
         switch (outcome) {
-        case Outcome::LockBusy:
-            wait_ms = table.lock_retry_ms;
-            table.lock_retry_ms = Min(table.lock_retry_ms * 2, kRetryMaxMs);
-            break;
-        case Outcome::TooLive:
-            wait_ms = kTooLiveRetryMs;
-            break;
-        case Outcome::Rotated:
-        case Outcome::NotDue:
-            table.lock_retry_ms = kRetryMinMs;
-            break;
+            case Outcome::LockBusy:
+                wait_ms = table.lock_retry_ms;
+                table.lock_retry_ms = Min(table.lock_retry_ms * 2, kRetryMaxMs);
+                break;
+            case Outcome::TooLive:
+                wait_ms = kTooLiveRetryMs;
+                break;
+            case Outcome::Rotated:
+            case Outcome::NotDue:
+                table.lock_retry_ms = kRetryMinMs;
+                break;
         }
         table.next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
     }

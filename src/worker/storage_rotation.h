@@ -15,4 +15,3 @@
 // SHARE, autovacuum), it tries again later. Cheap when not due: a size check at most every
 // 200 ms.
 void rotate_storage_if_due(void);
-

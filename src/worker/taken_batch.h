@@ -19,7 +19,7 @@ struct TakenJobRecord {
     Datum unique_key;     // text, or 0 when NULL
     TimestampTz staged_at;
     int32 attempts;
-    pg_uuid_t origin;     // the dead letter keeps it: a retried job has the ids consumers saw
+    pg_uuid_t origin;  // the dead letter keeps it: a retried job has the ids consumers saw
 };
 
 // No job text longer than this is ever rendered, whatever Redis accepts: a batch's texts live in
@@ -42,7 +42,7 @@ struct TakenBatch {
     // transaction); PG_INT64_MAX when none. The SQL statement cannot tell: it reports the first
     // id it could have taken.
     int64 lowest_passed_over;
-    size_t text_bytes;  // the JSON text the batch holds
+    size_t text_bytes;   // the JSON text the batch holds
     bool full_by_bytes;  // the take stopped because the next job would not fit: more may be ready
     // The SQL path only: the statement returned more than the bounds allow (it cannot stop
     // early); the jobs beyond count were not kept, and the caller takes the batch again with

@@ -62,18 +62,18 @@ bool set_by_database_or_role(const config_generic* var)
 const char* built_in_default(config_generic* var, char* buffer, size_t len)
 {
     switch (var->vartype) {
-    case PGC_BOOL:
-        return jobbuf_guc_bool(var)->boot_val ? "on" : "off";
-    case PGC_INT:
-        snprintf(buffer, len, "%d", jobbuf_guc_int(var)->boot_val);
-        return buffer;
-    case PGC_REAL:
-        snprintf(buffer, len, "%.17g", jobbuf_guc_real(var)->boot_val);
-        return buffer;
-    case PGC_STRING:
-        return jobbuf_guc_string(var)->boot_val;
-    case PGC_ENUM:
-        return jobbuf_guc_enum_name(var, jobbuf_guc_enum(var)->boot_val);
+        case PGC_BOOL:
+            return jobbuf_guc_bool(var)->boot_val ? "on" : "off";
+        case PGC_INT:
+            snprintf(buffer, len, "%d", jobbuf_guc_int(var)->boot_val);
+            return buffer;
+        case PGC_REAL:
+            snprintf(buffer, len, "%.17g", jobbuf_guc_real(var)->boot_val);
+            return buffer;
+        case PGC_STRING:
+            return jobbuf_guc_string(var)->boot_val;
+        case PGC_ENUM:
+            return jobbuf_guc_enum_name(var, jobbuf_guc_enum(var)->boot_val);
     }
     return nullptr;
 }
@@ -125,7 +125,8 @@ void drop_database_and_role_settings(void)
         if (value == nullptr)
             value = "";
         if (set_config_option(var->name, value, PGC_SUSET, PGC_S_OVERRIDE, GUC_ACTION_SET, true, WARNING, false) <= 0)
-            ereport(WARNING, (errmsg("jobbuf: the drain worker could not reset \"%s\", set for its database or role", var->name)));
+            ereport(WARNING, (errmsg("jobbuf: the drain worker could not reset \"%s\", set for its database or role",
+                                     var->name)));
     }
     CommitTransactionCommand();
 }

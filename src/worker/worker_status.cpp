@@ -11,19 +11,20 @@
 
 extern "C" {
 #include "access/htup_details.h"
-#include "commands/dbcommands.h"
-#include "utils/lsyscache.h"
-#include "funcapi.h"
 #include "catalog/pg_authid.h"
+#include "commands/dbcommands.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/tuplestore.h"
 }
 
 namespace {
 
-constexpr int kColumns = 9;  // pid, database, running, redis_connected, last_error, last_error_at, wakeups, batches, delivered
+constexpr int kColumns =
+    9;  // pid, database, running, redis_connected, last_error, last_error_at, wakeups, batches, delivered
 
 struct StatusRow {
     Datum values[kColumns];
@@ -93,7 +94,7 @@ JOBBUF_SQL_FUNCTION(jobbuf_worker_status_all)
     if (jobbuf_cluster == nullptr) {
         no_worker_row(&row, jobbuf_database ? jobbuf_database : "", kNotPreloaded);
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row.values, row.nulls);
-        return (Datum) 0;
+        return (Datum)0;
     }
     const bool every_error = sees_every_error();  // and every counter
     for (int i = 0; i < jobbuf_cluster->drain_slots; i++) {
@@ -122,7 +123,7 @@ JOBBUF_SQL_FUNCTION(jobbuf_worker_status_all)
         no_worker_row(&row, "", why);
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row.values, row.nulls);
     }
-    return (Datum) 0;
+    return (Datum)0;
 }
 
 // 1.0's SQL: one row, the drain worker of the current database.

@@ -6,15 +6,14 @@
 extern "C" {
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "pgstat.h"
 #include "storage/lmgr.h"
 #include "utils/lsyscache.h"
-#include "pgstat.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 }
 
-void execute_kept(SPIPlanPtr plan, Datum* values, const char* nulls, bool read_only, int expected,
-                  const char* what)
+void execute_kept(SPIPlanPtr plan, Datum* values, const char* nulls, bool read_only, int expected, const char* what)
 {
     int rc = SPI_execute_plan(plan, values, nulls, read_only, 0);
     if (rc != expected)
@@ -63,8 +62,10 @@ bool lock_jobbuf_tables(void)
     static const struct {
         const char* name;
         LOCKMODE mode;
-    } tables[] = {{"queues", AccessShareLock}, {"jobs", RowExclusiveLock},
-                  {"queue_stats", RowExclusiveLock}, {"dead", RowExclusiveLock}};
+    } tables[] = {{"queues", AccessShareLock},
+                  {"jobs", RowExclusiveLock},
+                  {"queue_stats", RowExclusiveLock},
+                  {"dead", RowExclusiveLock}};
     for (const auto& table : tables) {
         Oid relid = get_relname_relid(table.name, schema);
         if (!OidIsValid(relid) || !ConditionalLockRelationOid(relid, table.mode))

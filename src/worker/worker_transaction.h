@@ -19,11 +19,9 @@ void abort_worker_transaction(void);
 // waits holding some of them — the deadlock it would otherwise risk with DROP EXTENSION.
 bool lock_jobbuf_tables(void);
 
-
 // SPI_execute_plan of a kept plan, raising an error that names what failed unless it returns
 // expected (SPI_OK_SELECT, SPI_OK_UPDATE, ...). The rows are in SPI_tuptable / SPI_processed.
-void execute_kept(SPIPlanPtr plan, Datum* values, const char* nulls, bool read_only, int expected,
-                  const char* what);
+void execute_kept(SPIPlanPtr plan, Datum* values, const char* nulls, bool read_only, int expected, const char* what);
 
 // Wall-clock time as Unix epoch seconds (Sidekiq's enqueued_at).
 double now_epoch_seconds(void);

@@ -18,15 +18,13 @@ class BullmqTargetTest : public RedisServerTest {
 protected:
     BullmqTargetTest() : RedisServerTest(kNow) {}
 
-    std::string hget(const std::string& key, const char* field)
-    {
-        return command(conn_, {"HGET", key, field}).str;
-    }
+    std::string hget(const std::string& key, const char* field) { return command(conn_, {"HGET", key, field}).str; }
 
     std::vector<std::string> strings(RedisReply reply)
     {
         std::vector<std::string> out;
-        for (const auto& e : reply.elements) out.push_back(e.str);
+        for (const auto& e : reply.elements)
+            out.push_back(e.str);
         return out;
     }
 };
@@ -40,7 +38,8 @@ TEST_F(BullmqTargetTest, ImmediateJobsAreWaitingInIdOrder)
                                          R"({"data": [1, "two"], "name": "caf\u00e9 \"x\""})"};
     auto out = deliver(*t, jobs_from(payloads, 41, 0xabcd));
     ASSERT_EQ(out.size(), 2u);
-    for (const auto& o : out) EXPECT_EQ(o.result, JobResult::Delivered) << o.error;
+    for (const auto& o : out)
+        EXPECT_EQ(o.result, JobResult::Delivered) << o.error;
 
     // LPUSH: workers take from the right, so the first job is last in LRANGE order.
     EXPECT_EQ(strings(command(conn_, {"LRANGE", "bull:mail:wait", "0", "-1"})),

@@ -26,7 +26,8 @@ protected:
     std::vector<std::string> popped(const char* key)
     {
         std::vector<std::string> out;
-        for (const auto& e : command(conn_, {"LRANGE", key, "0", "-1"}).elements) out.insert(out.begin(), e.str);
+        for (const auto& e : command(conn_, {"LRANGE", key, "0", "-1"}).elements)
+            out.insert(out.begin(), e.str);
         return out;
     }
 };
@@ -35,7 +36,8 @@ std::string without_origin(std::string message)
 {
     std::size_t at = message.find(",\"origin\":\"jobbuf@");
     std::size_t end = message.find('"', at + 18);
-    if (at != std::string::npos) message.erase(at, end + 1 - at);
+    if (at != std::string::npos)
+        message.erase(at, end + 1 - at);
     return message;
 }
 
@@ -49,16 +51,17 @@ TEST_F(CeleryTargetTest, ATaskIsTheMessageKombuWouldCarry)
     ASSERT_EQ(out[0].result, JobResult::Delivered) << out[0].error;
     auto messages = popped("celery");
     ASSERT_EQ(messages.size(), 1u);
-    EXPECT_EQ(without_origin(messages[0]),
-              R"({"body":"W1sxLCAyXSwgeyJrIjogInYifSwgeyJjYWxsYmFja3MiOiBudWxsLCAiZXJyYmFja3MiOiBudWxsLCAiY2hhaW4iOiBudWxsLCAiY2hvcmQiOiBudWxsfV0=",)"
-              R"("content-encoding":"utf-8","content-type":"application/json",)"
-              R"("headers":{"lang":"py","task":"proj.add","id":"0000abcd-6a62-8000-8000-000000000001","shadow":null,)"
-              R"("eta":null,"expires":null,"group":null,"group_index":null,"retries":0,"timelimit":[null,null],)"
-              R"("root_id":"0000abcd-6a62-8000-8000-000000000001","parent_id":null,"argsrepr":"[1, 2]",)"
-              R"("kwargsrepr":"{\"k\": \"v\"}","ignore_result":false},)"
-              R"("properties":{"correlation_id":"0000abcd-6a62-8000-8000-000000000001","delivery_mode":2,)"
-              R"("delivery_info":{"exchange":"","routing_key":"celery"},"priority":0,"body_encoding":"base64",)"
-              R"("delivery_tag":"0000abcd-6a62-8100-8000-000000000001"}})");
+    EXPECT_EQ(
+        without_origin(messages[0]),
+        R"({"body":"W1sxLCAyXSwgeyJrIjogInYifSwgeyJjYWxsYmFja3MiOiBudWxsLCAiZXJyYmFja3MiOiBudWxsLCAiY2hhaW4iOiBudWxsLCAiY2hvcmQiOiBudWxsfV0=",)"
+        R"("content-encoding":"utf-8","content-type":"application/json",)"
+        R"("headers":{"lang":"py","task":"proj.add","id":"0000abcd-6a62-8000-8000-000000000001","shadow":null,)"
+        R"("eta":null,"expires":null,"group":null,"group_index":null,"retries":0,"timelimit":[null,null],)"
+        R"("root_id":"0000abcd-6a62-8000-8000-000000000001","parent_id":null,"argsrepr":"[1, 2]",)"
+        R"("kwargsrepr":"{\"k\": \"v\"}","ignore_result":false},)"
+        R"("properties":{"correlation_id":"0000abcd-6a62-8000-8000-000000000001","delivery_mode":2,)"
+        R"("delivery_info":{"exchange":"","routing_key":"celery"},"priority":0,"body_encoding":"base64",)"
+        R"("delivery_tag":"0000abcd-6a62-8100-8000-000000000001"}})");
     EXPECT_NE(messages[0].find(",\"origin\":\"jobbuf@"), std::string::npos);
     EXPECT_EQ(command(conn_, {"GET", "jobbuf:marker:test"}).str, "1");
 }
@@ -70,11 +73,14 @@ TEST_F(CeleryTargetTest, DefaultsAnEtaAndFifoOrderOnTheQueueOption)
     auto jobs = jobs_from(payloads, 10, 1);
     jobs[2].run_at = 1700000160.5;  // scheduled: kept in Postgres until due, sent with its eta
     auto out = deliver(*t, jobs);
-    for (const auto& o : out) EXPECT_EQ(o.result, JobResult::Delivered) << o.error;
+    for (const auto& o : out)
+        EXPECT_EQ(o.result, JobResult::Delivered) << o.error;
     auto messages = popped("{app}.mail");
     ASSERT_EQ(messages.size(), 3u);
-    EXPECT_NE(messages[0].find(R"("body":"W1tdLCB7fSwgeyJjYWxsYmFja3MiOiBudWxsLCAiZXJyYmFja3MiOiBudWxsLCAiY2hhaW4iOiBudWxsLCAiY2hvcmQiOiBudWxsfV0=")"),
-              std::string::npos);
+    EXPECT_NE(
+        messages[0].find(
+            R"("body":"W1tdLCB7fSwgeyJjYWxsYmFja3MiOiBudWxsLCAiZXJyYmFja3MiOiBudWxsLCAiY2hhaW4iOiBudWxsLCAiY2hvcmQiOiBudWxsfV0=")"),
+        std::string::npos);
     EXPECT_NE(messages[0].find(R"("task":"a","id":"00000001-6a62-8000-8000-00000000000a")"), std::string::npos);
     EXPECT_NE(messages[1].find(R"("task":"b")"), std::string::npos);
     EXPECT_NE(messages[2].find(R"("eta":"2023-11-14T22:16:00.500000+00:00")"), std::string::npos);
@@ -115,7 +121,8 @@ TEST_F(CeleryTargetTest, AGroupIsTheGroupClassTaskWithTheGroupId)
 TEST(CeleryPieces, Base64)
 {
     const std::pair<std::string, std::string> cases[] = {
-        {"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {std::string("\xff\xfe\x00", 3), "//4A"}};
+        {"", ""},        {"f", "Zg=="},        {"fo", "Zm8="},
+        {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {std::string("\xff\xfe\x00", 3), "//4A"}};
     for (const auto& c : cases) {
         std::string out;
         append_base64(c.first, &out);
@@ -138,8 +145,8 @@ TEST(JsonFields, FindsTopLevelValuesOnly)
 {
     static constexpr std::string_view names[] = {"a", "b", "c"};
     std::string_view values[3];
-    ASSERT_TRUE(json_object_fields(R"({"x": {"a": 1}, "b": [1, "]}", {"c": 2}], "a": "q\"}", "n": null})", names, 3,
-                                   values));
+    ASSERT_TRUE(
+        json_object_fields(R"({"x": {"a": 1}, "b": [1, "]}", {"c": 2}], "a": "q\"}", "n": null})", names, 3, values));
     EXPECT_EQ(values[0], R"("q\"}")");
     EXPECT_EQ(values[1], R"([1, "]}", {"c": 2}])");
     EXPECT_EQ(values[2].data(), nullptr);

@@ -31,12 +31,14 @@ protected:
     std::vector<long long> server_slots(const std::vector<std::string>& keys)
     {
         redis::CommandBatch batch;
-        for (const std::string& key : keys) batch.add({"CLUSTER", "KEYSLOT", key});
+        for (const std::string& key : keys)
+            batch.add({"CLUSTER", "KEYSLOT", key});
         std::vector<RedisReply> replies;
         PollWaiter waiter;
         EXPECT_TRUE(conn_.execute(batch, &replies, 10000, waiter).ok());
         std::vector<long long> slots;
-        for (const RedisReply& reply : replies) slots.push_back(reply.type == RedisReply::Type::Integer ? reply.integer : -1);
+        for (const RedisReply& reply : replies)
+            slots.push_back(reply.type == RedisReply::Type::Integer ? reply.integer : -1);
         return slots;
     }
 
@@ -46,19 +48,33 @@ protected:
 
 TEST_F(ClusterNodeTest, KeySlotIsWhatTheServerComputes)
 {
-    std::vector<std::string> keys = {
-        "", "a", "jobbuf:mail", "123456789", "{user1000}.following", "{user1000}.followers",
-        "foo{}{bar}",             // an empty first tag: the whole key is hashed
-        "foo{{bar}}zap",          // the tag is "{bar"
-        "foo{bar}{zap}",          // only the first tag counts
-        "{", "}", "{}", "a{b", "a}b{c}", "{}x", "x{}", "bull:{q}:wait", "{bull}:q:wait",
-        std::string("\xff\x00\x80{\x01}", 7), "jobbuf:marker:7349812374:16384:16385{0}"};
+    std::vector<std::string> keys = {"",
+                                     "a",
+                                     "jobbuf:mail",
+                                     "123456789",
+                                     "{user1000}.following",
+                                     "{user1000}.followers",
+                                     "foo{}{bar}",     // an empty first tag: the whole key is hashed
+                                     "foo{{bar}}zap",  // the tag is "{bar"
+                                     "foo{bar}{zap}",  // only the first tag counts
+                                     "{",
+                                     "}",
+                                     "{}",
+                                     "a{b",
+                                     "a}b{c}",
+                                     "{}x",
+                                     "x{}",
+                                     "bull:{q}:wait",
+                                     "{bull}:q:wait",
+                                     std::string("\xff\x00\x80{\x01}", 7),
+                                     "jobbuf:marker:7349812374:16384:16385{0}"};
     std::mt19937 random(24);
     const std::string alphabet = "ab{}:0123456789xyz";
     for (int i = 0; i < 2000; ++i) {
         std::string key;
         int length = static_cast<int>(random() % 12);
-        for (int k = 0; k < length; ++k) key += alphabet[random() % alphabet.size()];
+        for (int k = 0; k < length; ++k)
+            key += alphabet[random() % alphabet.size()];
         keys.push_back(key);
     }
     std::vector<long long> expected = server_slots(keys);
@@ -70,7 +86,8 @@ TEST_F(ClusterNodeTest, KeySlotIsWhatTheServerComputes)
 TEST_F(ClusterNodeTest, SlotTagsLandInTheirSlot)
 {
     std::vector<int> slots;
-    for (int slot = 0; slot < redis::kClusterSlots; slot += 61) slots.push_back(slot);
+    for (int slot = 0; slot < redis::kClusterSlots; slot += 61)
+        slots.push_back(slot);
     slots.push_back(redis::kClusterSlots - 1);
     std::vector<std::string> keys;
     for (int slot : slots) {
@@ -80,7 +97,8 @@ TEST_F(ClusterNodeTest, SlotTagsLandInTheirSlot)
         keys.push_back("jobbuf:marker:1:2:3{" + tag + "}");
     }
     std::vector<long long> expected = server_slots(keys);
-    for (std::size_t i = 0; i < slots.size(); ++i) EXPECT_EQ(expected[i], slots[i]) << keys[i];
+    for (std::size_t i = 0; i < slots.size(); ++i)
+        EXPECT_EQ(expected[i], slots[i]) << keys[i];
     EXPECT_EQ(redis::slot_tag(12539), redis::slot_tag(12539));  // the same marker after a restart
 }
 

@@ -59,13 +59,13 @@ TEST(CommandBatch, ManyArgumentsAndClear)
 
 TEST(TransientError, KnownPrefixes)
 {
-    for (const char* e : {"OOM command not allowed when used memory > 'maxmemory'.",
-                          "LOADING Redis is loading the dataset in memory",
-                          "BUSY Redis is busy running a script.",
-                          "MASTERDOWN Link with MASTER is down", "READONLY You can't write against a read only replica.",
-                          "NOREPLICAS Not enough good replicas to write.", "TRYAGAIN Multiple keys request",
-                          "CLUSTERDOWN The cluster is down", "MISCONF Redis is configured to save RDB snapshots",
-                          "EXECABORT Transaction discarded because of previous errors.", "OOM"})
+    for (const char* e :
+         {"OOM command not allowed when used memory > 'maxmemory'.", "LOADING Redis is loading the dataset in memory",
+          "BUSY Redis is busy running a script.", "MASTERDOWN Link with MASTER is down",
+          "READONLY You can't write against a read only replica.", "NOREPLICAS Not enough good replicas to write.",
+          "TRYAGAIN Multiple keys request", "CLUSTERDOWN The cluster is down",
+          "MISCONF Redis is configured to save RDB snapshots",
+          "EXECABORT Transaction discarded because of previous errors.", "OOM"})
         EXPECT_TRUE(is_transient_error(e)) << e;
 }
 

@@ -10,11 +10,10 @@ using namespace jobbuf::test;
 
 TEST(StaleClientIds, PicksOtherConnectionsOfTheName)
 {
-    std::string list =
-        "id=3 addr=127.0.0.1:5000 laddr=127.0.0.1:6379 fd=8 name=jobbuf-marker-1-5 age=9 db=0\n"
-        "id=4 addr=127.0.0.1:5001 laddr=127.0.0.1:6379 fd=9 name=other age=1 db=0\n"
-        "id=7 addr=127.0.0.1:5002 laddr=127.0.0.1:6379 fd=10 name=jobbuf-marker-1-5 age=0 db=0\n"
-        "id=8 addr=127.0.0.1:5003 laddr=127.0.0.1:6379 fd=11 name=jobbuf-marker-1-55 age=0 db=0\n";
+    std::string list = "id=3 addr=127.0.0.1:5000 laddr=127.0.0.1:6379 fd=8 name=jobbuf-marker-1-5 age=9 db=0\n"
+                       "id=4 addr=127.0.0.1:5001 laddr=127.0.0.1:6379 fd=9 name=other age=1 db=0\n"
+                       "id=7 addr=127.0.0.1:5002 laddr=127.0.0.1:6379 fd=10 name=jobbuf-marker-1-5 age=0 db=0\n"
+                       "id=8 addr=127.0.0.1:5003 laddr=127.0.0.1:6379 fd=11 name=jobbuf-marker-1-55 age=0 db=0\n";
     EXPECT_EQ(stale_client_ids(list, "jobbuf-marker-1-5", 7), std::vector<long long>{3});
     EXPECT_EQ(stale_client_ids(list, "jobbuf-marker-1-5", 3), std::vector<long long>{7});
     EXPECT_TRUE(stale_client_ids(list, "nobody", 3).empty());

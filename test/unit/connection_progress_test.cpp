@@ -28,7 +28,8 @@ protected:
     {
         ASSERT_TRUE(server_.start());
         value_.resize(kValueBytes);
-        for (std::size_t i = 0; i < value_.size(); ++i) value_[i] = static_cast<char>('a' + (i * 31) % 26);
+        for (std::size_t i = 0; i < value_.size(); ++i)
+            value_[i] = static_cast<char>('a' + (i * 31) % 26);
     }
 
     std::string relay_url(const ThrottledRelay& relay) const
@@ -103,8 +104,7 @@ TEST_F(ConnectionProgressTest, PeerThatStopsReplyingTimesOut)
     RedisStatus st = conn.execute(b, &r, kTimeoutMs, waiter_);
     long took = elapsed_ms(start);
     EXPECT_EQ(st.code, Code::Timeout) << st.message;
-    EXPECT_NE(st.message.find("without progress while waiting for Redis to reply"), std::string::npos)
-        << st.message;
+    EXPECT_NE(st.message.find("without progress while waiting for Redis to reply"), std::string::npos) << st.message;
     EXPECT_LT(took, 5000);
     EXPECT_FALSE(conn.connected());
 }
@@ -118,8 +118,8 @@ TEST_F(ConnectionProgressTest, ConnectKeepsOneBoundForTheWholeCall)
     RedisConnection conn;
     std::string password(200, 'p');
     auto start = std::chrono::steady_clock::now();
-    RedisStatus st = connect_url(conn, "redis://:" + password + "@127.0.0.1:" + std::to_string(relay.port()),
-                                 kTimeoutMs);
+    RedisStatus st =
+        connect_url(conn, "redis://:" + password + "@127.0.0.1:" + std::to_string(relay.port()), kTimeoutMs);
     long took = elapsed_ms(start);
     EXPECT_EQ(st.code, Code::Timeout) << st.message;
     EXPECT_EQ(st.message.find("without progress"), std::string::npos) << st.message;

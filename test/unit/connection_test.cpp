@@ -24,7 +24,8 @@ std::string client_info_field(RedisConnection& conn, const std::string& field)
     RedisReply info = command(conn, {"CLIENT", "INFO"});
     std::string text = " " + info.str;
     std::size_t pos = text.find(" " + field + "=");
-    if (pos == std::string::npos) return "";
+    if (pos == std::string::npos)
+        return "";
     pos += field.size() + 2;
     return text.substr(pos, text.find(' ', pos) - pos);
 }
@@ -84,12 +85,14 @@ TEST_F(ConnectionTest, Pipelined1000Commands)
     ASSERT_TRUE(connect_url(conn, server_.url()).ok());
     CommandBatch b;
     std::string value(90, 'v');
-    for (int i = 0; i < 1000; ++i) b.add({"RPUSH", "pipe", value + std::to_string(i)});
+    for (int i = 0; i < 1000; ++i)
+        b.add({"RPUSH", "pipe", value + std::to_string(i)});
     std::vector<RedisReply> r;
     RedisStatus st = conn.execute(b, &r, 5000, waiter_);
     ASSERT_TRUE(st.ok()) << st.message;
     ASSERT_EQ(r.size(), 1000u);
-    for (int i = 0; i < 1000; ++i) ASSERT_EQ(r[i].integer, i + 1);
+    for (int i = 0; i < 1000; ++i)
+        ASSERT_EQ(r[i].integer, i + 1);
     RedisReply all = command(conn, {"LRANGE", "pipe", "0", "-1"});
     ASSERT_EQ(all.elements.size(), 1000u);
     EXPECT_EQ(all.elements[0].str, value + "0");
@@ -102,7 +105,8 @@ TEST_F(ConnectionTest, TwentyMegabyteValueRoundTrip)
     RedisConnection conn;
     ASSERT_TRUE(connect_url(conn, server_.url()).ok());
     std::string big(20 * 1024 * 1024, '\0');
-    for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + (i * 7919) % 26);
+    for (std::size_t i = 0; i < big.size(); ++i)
+        big[i] = static_cast<char>('a' + (i * 7919) % 26);
     big[12345] = '\r';
     big[12346] = '\n';
     CommandBatch b;

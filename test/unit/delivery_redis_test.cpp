@@ -32,11 +32,13 @@ TEST_F(DeliveryRedisTest, ListArrivesInOrderWithMarker)
     ASSERT_TRUE(deliver(*t, jobs_from(payloads, 10), &out, &error)) << error;
     EXPECT_EQ(error, "");
     ASSERT_EQ(out.size(), 3u);
-    for (const auto& o : out) EXPECT_EQ(o.result, JobResult::Delivered);
+    for (const auto& o : out)
+        EXPECT_EQ(o.result, JobResult::Delivered);
 
     RedisReply list = command(conn_, {"LRANGE", "jobbuf:mail", "0", "-1"});
     ASSERT_EQ(list.elements.size(), 3u);
-    for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(list.elements[i].str, payloads[i]);
+    for (std::size_t i = 0; i < 3; ++i)
+        EXPECT_EQ(list.elements[i].str, payloads[i]);
     RedisReply marker = command(conn_, {"GET", "jobbuf:marker:test"});
     EXPECT_EQ(marker.str, "10,11,12");
     std::vector<std::int64_t> ids;
@@ -89,7 +91,8 @@ TEST_F(DeliveryRedisTest, SidekiqImmediateAndScheduled)
     std::vector<JobOutcome> out;
     std::string error;
     ASSERT_TRUE(deliver(*t, jobs, &out, &error)) << error;
-    for (const auto& o : out) EXPECT_EQ(o.result, JobResult::Delivered);
+    for (const auto& o : out)
+        EXPECT_EQ(o.result, JobResult::Delivered);
     RedisReply queues = command(conn_, {"SMEMBERS", "app:queues"});
     ASSERT_EQ(queues.elements.size(), 1u);
     EXPECT_EQ(queues.elements[0].str, "default");

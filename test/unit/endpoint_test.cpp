@@ -222,15 +222,24 @@ TEST(ParseRedisUrl, FailureLeavesOutputUntouched)
 TEST(ParseRedisUrl, ErrorsNeverContainThePassword)
 {
     const char* bad[] = {
-        "redis://:Sup3rSecretPw@h:0",          "redis://:Sup3rSecretPw@h:99999",
-        "redis://:Sup3rSecretPw@h/x",          "redis://:Sup3rSecretPw@",
-        "redis://u:Sup3rSecretPw@[::1",        "redis://:Sup3rSecretPw%zz@h",
-        "redis://@h:Sup3rSecretPw",            "http://:Sup3rSecretPw@h",
-        "redis://:Sup3rSecretPw",              "redis://x:Sup3rSecretPw",
-        "unix://:Sup3rSecretPw@/tmp/s?db=x",   "unix://:Sup3rSecretPw",
-        "Sup3rSecretPw://h",                   "redis://h:Sup3rSecretPw/0",
-        "rediss://:Sup3rSecretPw@h:0",         "redis+sentinel://:Sup3rSecretPw@h",
-        "redis+sentinel://:Sup3rSecretPw@h/m/x", "rediss+sentinel://:Sup3rSecretPw@/m",
+        "redis://:Sup3rSecretPw@h:0",
+        "redis://:Sup3rSecretPw@h:99999",
+        "redis://:Sup3rSecretPw@h/x",
+        "redis://:Sup3rSecretPw@",
+        "redis://u:Sup3rSecretPw@[::1",
+        "redis://:Sup3rSecretPw%zz@h",
+        "redis://@h:Sup3rSecretPw",
+        "http://:Sup3rSecretPw@h",
+        "redis://:Sup3rSecretPw",
+        "redis://x:Sup3rSecretPw",
+        "unix://:Sup3rSecretPw@/tmp/s?db=x",
+        "unix://:Sup3rSecretPw",
+        "Sup3rSecretPw://h",
+        "redis://h:Sup3rSecretPw/0",
+        "rediss://:Sup3rSecretPw@h:0",
+        "redis+sentinel://:Sup3rSecretPw@h",
+        "redis+sentinel://:Sup3rSecretPw@h/m/x",
+        "rediss+sentinel://:Sup3rSecretPw@/m",
     };
     for (const char* url : bad) {
         std::string error = parse_error(url);
@@ -259,9 +268,14 @@ TEST(RedactedUrl, HidesThePassword)
 
 TEST(RedactedUrl, RoundTripsThroughTheParser)
 {
-    const char* urls[] = {"redis://al%20ice:pw@[fe80::1%25eth0]:7000/9", "redis://:pw@cache:1/0",
-                          "redis://[::1]:6380/2", "unix://:pw@/tmp/x.sock?db=4", "unix:///tmp/y.sock",
-                          "rediss://u:pw@h:7/1", "rediss+sentinel://:pw@a:1,[::1]:2/m/5", "rediss://default@h:7/1"};
+    const char* urls[] = {"redis://al%20ice:pw@[fe80::1%25eth0]:7000/9",
+                          "redis://:pw@cache:1/0",
+                          "redis://[::1]:6380/2",
+                          "unix://:pw@/tmp/x.sock?db=4",
+                          "unix:///tmp/y.sock",
+                          "rediss://u:pw@h:7/1",
+                          "rediss+sentinel://:pw@a:1,[::1]:2/m/5",
+                          "rediss://default@h:7/1"};
     for (const char* url : urls) {
         RedisEndpoint ep = parse_ok(url);
         RedisEndpoint back = parse_ok(ep.redacted().c_str());

@@ -132,7 +132,8 @@ TEST(LargePayload, ReferencedPayloadArrivesIntact)
     RedisConnection conn;
     ASSERT_TRUE(connect_url(conn, server.url()).ok());
     std::string big(3 * 1024 * 1024 + 17, '\0');
-    for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 26);
+    for (std::size_t i = 0; i < big.size(); ++i)
+        big[i] = static_cast<char>('a' + i % 26);
     std::vector<StagedJob> jobs = {job(1, "first"), job(2, big), job(3, "last")};
     DeliveryPlan p;
     std::string error;

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include "redis/delivery.h"
-#include "test_support.h"
 #include "resp_helper.h"
 #include "test_support.h"
 
@@ -36,7 +35,8 @@ DeliveryPlan plan(const QueueTarget& t, const std::vector<StagedJob>& jobs, std:
 std::vector<std::pair<std::size_t, std::size_t>> ranges(const DeliveryPlan& p)
 {
     std::vector<std::pair<std::size_t, std::size_t>> out;
-    for (const auto& r : p.pushes) out.emplace_back(r.first, r.last);
+    for (const auto& r : p.pushes)
+        out.emplace_back(r.first, r.last);
     return out;
 }
 
@@ -48,10 +48,11 @@ TEST(PlanDelivery, ListIsOneRpushInIdOrder)
 {
     auto t = jobbuf::test::make_target("list", {{"key", "jobbuf:mail"}});
     DeliveryPlan p = plan(*t, {job(3, R"({"a": 1})"), job(5, R"({"b": 2})"), job(9, "{}")});
-    EXPECT_EQ(p.batch.wire(), "*1\r\n$5\r\nMULTI\r\n"
-                              "*5\r\n$5\r\nRPUSH\r\n$11\r\njobbuf:mail\r\n$8\r\n{\"a\": 1}\r\n$8\r\n{\"b\": 2}\r\n$2\r\n{}\r\n"
-                              "*3\r\n$3\r\nSET\r\n$10\r\njobbuf:m:1\r\n$5\r\n3,5,9\r\n"
-                              "*1\r\n$4\r\nEXEC\r\n");
+    EXPECT_EQ(p.batch.wire(),
+              "*1\r\n$5\r\nMULTI\r\n"
+              "*5\r\n$5\r\nRPUSH\r\n$11\r\njobbuf:mail\r\n$8\r\n{\"a\": 1}\r\n$8\r\n{\"b\": 2}\r\n$2\r\n{}\r\n"
+              "*3\r\n$3\r\nSET\r\n$10\r\njobbuf:m:1\r\n$5\r\n3,5,9\r\n"
+              "*1\r\n$4\r\nEXEC\r\n");
     EXPECT_EQ(p.batch.command_count(), 4u);
     EXPECT_EQ(ranges(p), (Ranges{{0, 3}}));
 }
@@ -68,11 +69,12 @@ TEST(PlanDelivery, StreamIsOneXaddPerJob)
 {
     auto t = jobbuf::test::make_target("stream", {{"key", "events"}});
     DeliveryPlan p = plan(*t, {job(7, R"({"e": 1})"), job(8, R"({"e": 2})")}, "mk");
-    EXPECT_EQ(p.batch.wire(), resp({{"MULTI"},
-                                    {"XADD", "events", "*", "id", "7", "uid", "010203040000000000000007", "payload", R"({"e": 1})"},
-                                    {"XADD", "events", "*", "id", "8", "uid", "010203040000000000000008", "payload", R"({"e": 2})"},
-                                    {"SET", "mk", "7,8"},
-                                    {"EXEC"}}));
+    EXPECT_EQ(p.batch.wire(),
+              resp({{"MULTI"},
+                    {"XADD", "events", "*", "id", "7", "uid", "010203040000000000000007", "payload", R"({"e": 1})"},
+                    {"XADD", "events", "*", "id", "8", "uid", "010203040000000000000008", "payload", R"({"e": 2})"},
+                    {"SET", "mk", "7,8"},
+                    {"EXEC"}}));
     EXPECT_EQ(ranges(p), (Ranges{{0, 1}, {1, 2}}));
 }
 
@@ -81,7 +83,8 @@ TEST(PlanDelivery, StreamWithMaxlen)
     auto t = jobbuf::test::make_target("stream", {{"key", "events"}, {"maxlen", "10000"}});
     DeliveryPlan p = plan(*t, {job(12345678901LL, "{}")}, "mk");
     EXPECT_EQ(p.batch.wire(), resp({{"MULTI"},
-                                    {"XADD", "events", "MAXLEN", "~", "10000", "*", "id", "12345678901", "uid", "0102030400000002dfdc1c35", "payload", "{}"},
+                                    {"XADD", "events", "MAXLEN", "~", "10000", "*", "id", "12345678901", "uid",
+                                     "0102030400000002dfdc1c35", "payload", "{}"},
                                     {"SET", "mk", "12345678901"},
                                     {"EXEC"}}));
 }
@@ -93,7 +96,8 @@ std::unique_ptr<QueueTarget> sidekiq(const char* version, const char* ns = "")
 {
     if (*ns == '\0')
         return jobbuf::test::make_target("sidekiq", {{"sidekiq_queue", "critical"}, {"sidekiq_version", version}}, "q");
-    return jobbuf::test::make_target("sidekiq", {{"sidekiq_queue", "critical"}, {"namespace", ns}, {"sidekiq_version", version}},
+    return jobbuf::test::make_target("sidekiq",
+                                     {{"sidekiq_queue", "critical"}, {"namespace", ns}, {"sidekiq_version", version}},
                                      "q");
 }
 
@@ -108,8 +112,9 @@ const std::string kJob2 =
 
 TEST(PlanDelivery, SidekiqImmediateIsSaddAndOneLpush)
 {
-    DeliveryPlan p = plan(*sidekiq("7"), {job(1, R"({"args": [1], "class": "A"})"), job(2, R"({"args": [2], "class": "A"})")},
-                          "jobbuf:batch");
+    DeliveryPlan p =
+        plan(*sidekiq("7"), {job(1, R"({"args": [1], "class": "A"})"), job(2, R"({"args": [2], "class": "A"})")},
+             "jobbuf:batch");
     EXPECT_EQ(p.batch.wire(), resp({{"MULTI"},
                                     {"SADD", "queues", "critical"},
                                     {"LPUSH", "queue:critical", kJob1, kJob2},
@@ -132,14 +137,16 @@ TEST(PlanDelivery, SidekiqScheduledIsOneZadd)
 {
     const double later = 1700003600.75;
     DeliveryPlan p = plan(*sidekiq("8", "ns"), {job(1, "{}", later), job(2, R"({"class": "B"})", later + 1)}, "m");
-    EXPECT_EQ(p.batch.wire(),
-              resp({{"MULTI"},
-                    {"ZADD", "ns:schedule", "1700003600.750000",
-                     R"({"queue":"critical","jid":"010203040000000000000001","retry":true,"created_at":1700000000250})",
-                     "1700003601.750000",
-                     R"({"queue":"critical","jid":"010203040000000000000002","retry":true,"created_at":1700000000250,"class": "B"})"},
-                    {"SET", "m", "1,2"},
-                    {"EXEC"}}));
+    EXPECT_EQ(
+        p.batch.wire(),
+        resp(
+            {{"MULTI"},
+             {"ZADD", "ns:schedule", "1700003600.750000",
+              R"({"queue":"critical","jid":"010203040000000000000001","retry":true,"created_at":1700000000250})",
+              "1700003601.750000",
+              R"({"queue":"critical","jid":"010203040000000000000002","retry":true,"created_at":1700000000250,"class": "B"})"},
+             {"SET", "m", "1,2"},
+             {"EXEC"}}));
     EXPECT_EQ(ranges(p), (Ranges{{0, 2}}));
 }
 

@@ -63,7 +63,8 @@ DeliveryPlan stream_plan(std::size_t jobs)
 std::vector<RedisReply> replies_for(const DeliveryPlan& p, std::vector<RedisReply> exec_elements)
 {
     std::vector<RedisReply> r = {status("OK")};
-    for (std::size_t i = 0; i < p.pushes.size() + 1; ++i) r.push_back(status("QUEUED"));
+    for (std::size_t i = 0; i < p.pushes.size() + 1; ++i)
+        r.push_back(status("QUEUED"));
     r.push_back(array(std::move(exec_elements)));
     return r;
 }
@@ -75,11 +76,12 @@ TEST(ReadDelivery, AllDelivered)
     DeliveryPlan p = stream_plan(3);
     std::vector<JobOutcome> out;
     std::string err;
-    ASSERT_TRUE(read_delivery(p, replies_for(p, {status("1-1"), status("1-2"), status("1-3"), status("OK")}), 3,
-                              &out, &err));
+    ASSERT_TRUE(
+        read_delivery(p, replies_for(p, {status("1-1"), status("1-2"), status("1-3"), status("OK")}), 3, &out, &err));
     EXPECT_EQ(err, "");
     ASSERT_EQ(out.size(), 3u);
-    for (const auto& o : out) EXPECT_EQ(o.result, JobResult::Delivered);
+    for (const auto& o : out)
+        EXPECT_EQ(o.result, JobResult::Delivered);
 }
 
 TEST(ReadDelivery, WrongTypeRejectsOnlyItsJob)
@@ -112,7 +114,8 @@ TEST(ReadDelivery, ListErrorCoversEveryJob)
 {
     auto t = jobbuf::test::make_target("list", {{"key", "l"}});
     std::vector<StagedJob> jobs(4);
-    for (auto& j : jobs) j.payload = "{}";
+    for (auto& j : jobs)
+        j.payload = "{}";
     DeliveryPlan p;
     std::string err;
     ASSERT_TRUE(plan_delivery(*t, jobs, "m", 0, &p, &err));
@@ -129,7 +132,8 @@ TEST(ReadDelivery, SidekiqJobNeedsSaddAndLpush)
 {
     auto t = jobbuf::test::make_target("sidekiq", {{"sidekiq_queue", "q"}});
     std::vector<StagedJob> jobs(2);
-    for (auto& j : jobs) j.payload = "{}";
+    for (auto& j : jobs)
+        j.payload = "{}";
     DeliveryPlan p;
     std::string err;
     ASSERT_TRUE(plan_delivery(*t, jobs, "m", 10, &p, &err));

@@ -38,7 +38,8 @@ protected:
     SessionReport deliver(std::int64_t first_id, std::size_t count)
     {
         payloads_.clear();
-        for (std::size_t i = 0; i < count; ++i) payloads_.push_back("{\"n\":" + std::to_string(first_id + i) + "}");
+        for (std::size_t i = 0; i < count; ++i)
+            payloads_.push_back("{\"n\":" + std::to_string(first_id + i) + "}");
         std::vector<StagedJob> jobs(count);
         for (std::size_t i = 0; i < count; ++i) {
             jobs[i].id = first_id + static_cast<std::int64_t>(i);
@@ -47,8 +48,8 @@ protected:
         auto target = jobbuf::test::make_target("list", {{"key", "jobbuf:unit:list"}});
         std::vector<JobResult> results(count);
         char reject[kMessageLen];
-        return drain_session_deliver(session_.get(), waiter_, target.get(), jobs.data(), count, 0, results.data(), reject,
-                                     sizeof reject);
+        return drain_session_deliver(session_.get(), waiter_, target.get(), jobs.data(), count, 0, results.data(),
+                                     reject, sizeof reject);
     }
 
     // The marker as reconciliation reads it (count of ids), or -1 when the read is not Ok.
@@ -63,9 +64,11 @@ protected:
 
     bool start_replica()
     {
-        if (!replica_.start({"--replicaof", "127.0.0.1", std::to_string(master_.port())})) return false;
+        if (!replica_.start({"--replicaof", "127.0.0.1", std::to_string(master_.port())}))
+            return false;
         RedisConnection conn;
-        if (!connect_url(conn, replica_.url()).ok()) return false;
+        if (!connect_url(conn, replica_.url()).ok())
+            return false;
         for (int i = 0; i < 500; ++i) {
             if (command(conn, {"INFO", "replication"}).str.find("master_link_status:up") != std::string::npos)
                 return true;
@@ -133,7 +136,8 @@ TEST(SentinelLocator, AllSentinelsDownNamesEach)
     RedisEndpoint ep;
     std::string error;
     int a = free_port(), b = free_port();
-    std::string url = "redis+sentinel://127.0.0.1:" + std::to_string(a) + ",127.0.0.1:" + std::to_string(b) + "/mymaster";
+    std::string url =
+        "redis+sentinel://127.0.0.1:" + std::to_string(a) + ",127.0.0.1:" + std::to_string(b) + "/mymaster";
     ASSERT_TRUE(parse_redis_url(url.c_str(), &ep, &error)) << error;
     RedisConnection conn;
     PollWaiter waiter;

@@ -72,10 +72,9 @@ TEST(SidekiqJob, PayloadRetryIsKept)
 {
     StagedJob job = fixed_job(R"({"args": [], "class": "W", "retry": 3})");
     job.payload_has_probed_key = true;
-    EXPECT_EQ(encode(sidekiq_target(7), job, true),
-              R"({"queue":"default","jid":"deadbeef000000000000002a",)"
-              R"("created_at":1700000000.250000,"enqueued_at":1700000001.500000,)"
-              R"("args": [], "class": "W", "retry": 3})");
+    EXPECT_EQ(encode(sidekiq_target(7), job, true), R"({"queue":"default","jid":"deadbeef000000000000002a",)"
+                                                    R"("created_at":1700000000.250000,"enqueued_at":1700000001.500000,)"
+                                                    R"("args": [], "class": "W", "retry": 3})");
 }
 
 TEST(SidekiqJob, EmptyObjectHasNoStrayComma)
@@ -141,7 +140,8 @@ TEST(JsonText, ControlCharactersAreEscaped)
 // versions 6/7 and Integer milliseconds for version 8.
 TEST(SidekiqJob, RubyJsonParseAcceptsTheJobs)
 {
-    if (access("/usr/bin/ruby", X_OK) != 0) GTEST_SKIP() << "ruby not installed";
+    if (access("/usr/bin/ruby", X_OK) != 0)
+        GTEST_SKIP() << "ruby not installed";
     char path[] = "/tmp/jobbuf-sidekiq-XXXXXX";
     int fd = mkstemp(path);
     ASSERT_GE(fd, 0);
@@ -170,7 +170,8 @@ TEST(SidekiqJob, RubyJsonParseAcceptsTheJobs)
     std::string out;
     char buf[512];
     size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+        out.append(buf, n);
     int rc = pclose(p);
     unlink(path);
     EXPECT_EQ(rc, 0) << out;

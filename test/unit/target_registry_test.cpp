@@ -24,7 +24,8 @@ std::string first_push_key(const QueueTarget& target)
     EXPECT_TRUE(plan_delivery(target, {job}, "m", 0, &plan, &error)) << error;
     const auto pieces = plan.batch.pieces();
     std::string wire;
-    for (auto piece : pieces) wire.append(piece.data(), piece.size());
+    for (auto piece : pieces)
+        wire.append(piece.data(), piece.size());
     // MULTI, then the first push: *N $len CMD $len KEY
     std::size_t push = wire.find("*", wire.find("MULTI"));
     std::size_t key_len = wire.find("$", wire.find("\r\n", wire.find("$", wire.find("\r\n", push) + 2) + 2) + 2);

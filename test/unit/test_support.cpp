@@ -33,7 +33,8 @@ WaitResult PollWaiter::wait(int fd, bool for_read, bool for_write, long timeout_
     p.events = static_cast<short>((for_read ? POLLIN : 0) | (for_write ? POLLOUT : 0));
     p.revents = 0;
     int rc = ::poll(&p, 1, static_cast<int>(timeout_ms));
-    if (rc == 0) return WaitResult::TimedOut;
+    if (rc == 0)
+        return WaitResult::TimedOut;
     return WaitResult::Ready;  // ready, error or EINTR: the caller retries its operation
 }
 
@@ -56,7 +57,8 @@ long elapsed_ms(std::chrono::steady_clock::time_point since)
 int free_port()
 {
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) return -1;
+    if (fd < 0)
+        return -1;
     sockaddr_in addr;
     std::memset(&addr, 0, sizeof addr);
     addr.sin_family = AF_INET;
@@ -75,28 +77,44 @@ bool RedisServer::start(const std::vector<std::string>& extra_args)
 {
     stop();
     char tmpl[] = "/tmp/jobbuf-unit-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return false;
+    if (mkdtemp(tmpl) == nullptr)
+        return false;
     dir_ = tmpl;
     socket_path_ = dir_ + "/redis.sock";
     port_ = free_port();
-    if (port_ <= 0) return false;
+    if (port_ <= 0)
+        return false;
 
     const char* binary = getenv("REDIS_SERVER");
     std::string server = binary != nullptr && *binary != '\0' ? binary : "/usr/bin/redis-server";
-    std::vector<std::string> args = {server,          "--port",      std::to_string(port_),
-                                     "--bind",        "127.0.0.1",   "--unixsocket",
-                                     socket_path_,    "--unixsocketperm", "700",
-                                     "--save",        "",            "--appendonly",
-                                     "no",            "--dir",       dir_,
-                                     "--daemonize",   "no",          "--logfile",
+    std::vector<std::string> args = {server,
+                                     "--port",
+                                     std::to_string(port_),
+                                     "--bind",
+                                     "127.0.0.1",
+                                     "--unixsocket",
+                                     socket_path_,
+                                     "--unixsocketperm",
+                                     "700",
+                                     "--save",
+                                     "",
+                                     "--appendonly",
+                                     "no",
+                                     "--dir",
+                                     dir_,
+                                     "--daemonize",
+                                     "no",
+                                     "--logfile",
                                      dir_ + "/redis.log"};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
+    for (std::string& a : args)
+        argv.push_back(a.data());
     argv.push_back(nullptr);
 
     pid_ = fork();
-    if (pid_ < 0) return false;
+    if (pid_ < 0)
+        return false;
     if (pid_ == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         int null_fd = open("/dev/null", O_RDWR);
@@ -126,7 +144,8 @@ bool RedisServer::start(const std::vector<std::string>& extra_args)
                 redis::CommandBatch ping;
                 ping.add({"PING"});
                 std::vector<redis::RedisReply> replies;
-                if (conn.execute(ping, &replies, 1000, waiter).ok()) return true;  // PONG or NOAUTH
+                if (conn.execute(ping, &replies, 1000, waiter).ok())
+                    return true;  // PONG or NOAUTH
             }
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -238,15 +257,18 @@ std::vector<redis::JobOutcome> RedisServerTest::deliver(const redis::QueueTarget
     return out;
 }
 
-std::unique_ptr<jobbuf::redis::QueueTarget> make_target(
-    std::string_view name, std::initializer_list<std::pair<const char*, const char*>> options, std::string_view queue)
+std::unique_ptr<jobbuf::redis::QueueTarget>
+make_target(std::string_view name, std::initializer_list<std::pair<const char*, const char*>> options,
+            std::string_view queue)
 {
     std::vector<jobbuf::redis::TargetOption> list;
-    for (const auto& option : options) list.push_back({option.first, option.second});
+    for (const auto& option : options)
+        list.push_back({option.first, option.second});
     jobbuf::redis::TargetSetup setup{queue, list.data(), list.size()};
     std::string error;
     auto target = jobbuf::redis::make_queue_target(name, setup, &error);
-    if (!target) throw std::runtime_error(error);
+    if (!target)
+        throw std::runtime_error(error);
     return target;
 }
 

@@ -79,9 +79,9 @@ bool deliver_batch(redis::RedisConnection& conn, const redis::QueueTarget& targe
                    std::string* error, double now, std::string_view marker_key = "jobbuf:marker:test");
 
 // A target made the way the worker makes it: by name, for queue `queue`, from option text pairs.
-std::unique_ptr<jobbuf::redis::QueueTarget> make_target(
-    std::string_view name, std::initializer_list<std::pair<const char*, const char*>> options = {},
-    std::string_view queue = "q");
+std::unique_ptr<jobbuf::redis::QueueTarget>
+make_target(std::string_view name, std::initializer_list<std::pair<const char*, const char*>> options = {},
+            std::string_view queue = "q");
 
 // Expects outcomes[0] Delivered and every later outcome Rejected with an error containing
 // `error_part`.

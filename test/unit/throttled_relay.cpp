@@ -27,7 +27,8 @@ bool write_all(int fd, const char* data, std::size_t len)
 {
     while (len > 0) {
         ssize_t n = ::send(fd, data, len, MSG_NOSIGNAL);
-        if (n <= 0) return false;
+        if (n <= 0)
+            return false;
         data += n;
         len -= static_cast<std::size_t>(n);
     }
@@ -37,7 +38,8 @@ bool write_all(int fd, const char* data, std::size_t len)
 void close_fd(std::atomic<int>& fd)
 {
     int old = fd.exchange(-1);
-    if (old >= 0) ::close(old);
+    if (old >= 0)
+        ::close(old);
 }
 
 }  // namespace
@@ -45,7 +47,8 @@ void close_fd(std::atomic<int>& fd)
 bool ThrottledRelay::start()
 {
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return false;
+    if (fd < 0)
+        return false;
     listen_fd_ = fd;
     // A small receive buffer, inherited by the accepted socket: the client's writes wait on
     // the relay's pace instead of filling a large kernel buffer.
@@ -64,15 +67,20 @@ bool ThrottledRelay::start()
 void ThrottledRelay::serve()
 {
     int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (client < 0) return;
+    if (client < 0)
+        return;
     client_fd_ = client;
-    if (stopping_) return;  // the destructor may have looked at client_fd_ before it was set
+    if (stopping_)
+        return;  // the destructor may have looked at client_fd_ before it was set
     int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (server < 0) return;
+    if (server < 0)
+        return;
     server_fd_ = server;
-    if (stopping_) return;
+    if (stopping_)
+        return;
     sockaddr_in addr = loopback(server_port_);
-    if (::connect(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return;
+    if (::connect(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+        return;
     std::thread replies([this, server, client] { pump(server, client, to_client_); });
     pump(client, server, to_server_);
     replies.join();
@@ -88,7 +96,8 @@ void ThrottledRelay::pump(int from, int to, Direction& direction)
             continue;
         }
         ssize_t n = ::recv(from, buf.data(), std::min(buf.size(), allowed), 0);
-        if (n <= 0 || !write_all(to, buf.data(), static_cast<std::size_t>(n))) break;
+        if (n <= 0 || !write_all(to, buf.data(), static_cast<std::size_t>(n)))
+            break;
         direction.moved += static_cast<std::size_t>(n);
         std::this_thread::sleep_for(pace_.pause);
     }
@@ -99,9 +108,12 @@ ThrottledRelay::~ThrottledRelay()
 {
     stopping_ = true;
     for (std::atomic<int>* fd : {&listen_fd_, &client_fd_, &server_fd_})
-        if (*fd >= 0) ::shutdown(*fd, SHUT_RDWR);
-    if (serving_.joinable()) serving_.join();
-    for (std::atomic<int>* fd : {&listen_fd_, &client_fd_, &server_fd_}) close_fd(*fd);
+        if (*fd >= 0)
+            ::shutdown(*fd, SHUT_RDWR);
+    if (serving_.joinable())
+        serving_.join();
+    for (std::atomic<int>* fd : {&listen_fd_, &client_fd_, &server_fd_})
+        close_fd(*fd);
 }
 
 }  // namespace jobbuf::test

@@ -46,10 +46,10 @@ protected:
     void start(const std::string& server_cert = "server", bool auth_clients = false)
     {
         tls_port_ = free_port();
-        ASSERT_TRUE(server_.start({"--port", "0", "--tls-port", std::to_string(tls_port_), "--tls-cert-file",
-                                   cert(server_cert + ".crt"), "--tls-key-file", cert(server_cert + ".key"),
-                                   "--tls-ca-cert-file", cert("ca.crt"), "--tls-auth-clients",
-                                   auth_clients ? "yes" : "no"}));
+        ASSERT_TRUE(
+            server_.start({"--port", "0", "--tls-port", std::to_string(tls_port_), "--tls-cert-file",
+                           cert(server_cert + ".crt"), "--tls-key-file", cert(server_cert + ".key"),
+                           "--tls-ca-cert-file", cert("ca.crt"), "--tls-auth-clients", auth_clients ? "yes" : "no"}));
     }
 
     RedisEndpoint endpoint(const std::string& host = "localhost") const
@@ -73,7 +73,8 @@ protected:
     {
         RedisConnection conn;
         RedisStatus st = connect(conn, ep);
-        if (!st.ok()) return st;
+        if (!st.ok())
+            return st;
         CommandBatch ping;
         ping.add({"PING"});
         std::vector<RedisReply> replies;
@@ -106,10 +107,12 @@ TEST_F(TlsStreamTest, LargePipelinesAndValuesCrossIntact)
     ASSERT_TRUE(connect(conn, ep).ok());
     // Values larger than one write chunk and one TLS record, and many small commands in one batch.
     std::string big(5 * 1024 * 1024 + 17, 'x');
-    for (std::size_t i = 0; i < big.size(); i += 4099) big[i] = static_cast<char>('a' + i % 26);
+    for (std::size_t i = 0; i < big.size(); i += 4099)
+        big[i] = static_cast<char>('a' + i % 26);
     CommandBatch batch;
     batch.add({"SET", "big", big});
-    for (int i = 0; i < 20000; ++i) batch.add({"RPUSH", "list", std::to_string(i)});
+    for (int i = 0; i < 20000; ++i)
+        batch.add({"RPUSH", "list", std::to_string(i)});
     batch.add({"GET", "big"});
     batch.add({"LLEN", "list"});
     std::vector<RedisReply> replies;

@@ -15,11 +15,14 @@ SessionReport cluster_node_rows(const SessionSettings& settings, IoWaiter& waite
     try {
         DrainSession session;
         SessionReport report = drain_session_configure(&session, settings);
-        if (report.status != SessionReport::Status::Ok) return report;
+        if (report.status != SessionReport::Status::Ok)
+            return report;
         if (!session.is_cluster())
-            return report_of(SessionReport::Status::BadConfig, "jobbuf.redis_url is not a Redis Cluster (redis+cluster://)");
+            return report_of(SessionReport::Status::BadConfig,
+                             "jobbuf.redis_url is not a Redis Cluster (redis+cluster://)");
         RedisStatus status = refresh_slot_map(session.cluster, session.timeout_ms, waiter);
-        if (!status.ok()) return report_failure(status, "asking the Redis Cluster for its slot map");
+        if (!status.ok())
+            return report_failure(status, "asking the Redis Cluster for its slot map");
         for (const ClusterNode& node : session.cluster.map.nodes) {
             std::size_t ranges = node.slots.empty() ? 1 : node.slots.size();
             for (std::size_t r = 0; r < ranges && *count < max_rows; ++r) {

@@ -10,9 +10,9 @@ namespace jobbuf::redis {
 struct ClusterNodeRow {
     char address[272];  // "host:port"
     char id[48];
-    char role[8];       // "master" or "replica"
-    char health[16];    // "online", "failed", "loading", ...
-    int slot_first;     // -1 (and slot_last -1) for a node whose shard has no slot
+    char role[8];     // "master" or "replica"
+    char health[16];  // "online", "failed", "loading", ...
+    int slot_first;   // -1 (and slot_last -1) for a node whose shard has no slot
     int slot_last;
 };
 

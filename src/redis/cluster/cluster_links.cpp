@@ -31,7 +31,8 @@ Redirect first_redirect(const std::vector<RedisReply>& replies)
 {
     for (const RedisReply& reply : replies) {
         Redirect r = redirect_of(reply);
-        if (r.kind != Redirect::Kind::None) return r;
+        if (r.kind != Redirect::Kind::None)
+            return r;
     }
     return Redirect();
 }
@@ -42,19 +43,24 @@ RedisStatus ask_slot_map(RedisConnection& link, bool tls, long timeout_ms, IoWai
     shards.add({"CLUSTER", "SHARDS"});
     std::vector<RedisReply> replies;
     RedisStatus st = link.execute(shards, &replies, timeout_ms, waiter);
-    if (!st.ok()) return st;
+    if (!st.ok())
+        return st;
     std::string error;
     if (!replies.at(0).is_error()) {
-        if (parse_cluster_shards(replies[0], tls, map, &error)) return st;
+        if (parse_cluster_shards(replies[0], tls, map, &error))
+            return st;
         return io_failure(Code::ProtocolError, error.c_str());
     }
     CommandBatch slots;  // Redis before 7.0
     slots.add({"CLUSTER", "SLOTS"});
     replies.clear();
     st = link.execute(slots, &replies, timeout_ms, waiter);
-    if (!st.ok()) return st;
-    if (replies.at(0).is_error()) return io_failure(Code::ProtocolError, "CLUSTER SLOTS:", replies[0].str);
-    if (!parse_cluster_slots(replies[0], map, &error)) return io_failure(Code::ProtocolError, error.c_str());
+    if (!st.ok())
+        return st;
+    if (replies.at(0).is_error())
+        return io_failure(Code::ProtocolError, "CLUSTER SLOTS:", replies[0].str);
+    if (!parse_cluster_slots(replies[0], map, &error))
+        return io_failure(Code::ProtocolError, error.c_str());
     return st;
 }
 
@@ -89,7 +95,8 @@ RedisStatus node_link(ClusterLinks& cluster, const HostPort& at, long timeout_ms
         if (st.ok()) {
             std::string warning;
             st = fence_previous_connections(*slot, cluster.client_name, timeout_ms, waiter, &warning);
-            if (!warning.empty()) cluster.fencing_warning = warning;
+            if (!warning.empty())
+                cluster.fencing_warning = warning;
         }
         if (!st.ok()) {
             cluster.links.erase(address);
@@ -109,9 +116,11 @@ RedisStatus refresh_slot_map(ClusterLinks& cluster, long timeout_ms, IoWaiter& w
         std::vector<HostPort> candidates;
         for (auto& [address, link] : cluster.links)
             for (const ClusterNode& node : cluster.map.nodes)
-                if (link && link->connected() && node.address() == address) candidates.push_back(node.at);
+                if (link && link->connected() && node.address() == address)
+                    candidates.push_back(node.at);
         for (const ClusterNode& node : cluster.map.nodes)
-            if (node.health == "online") candidates.push_back(node.at);
+            if (node.health == "online")
+                candidates.push_back(node.at);
         candidates.insert(candidates.end(), cluster.seeds.begin(), cluster.seeds.end());
         std::string tried;
         for (const HostPort& at : candidates) {
@@ -120,16 +129,20 @@ RedisStatus refresh_slot_map(ClusterLinks& cluster, long timeout_ms, IoWaiter& w
             if (st.ok()) {
                 SlotMap map;
                 st = ask_slot_map(*link, cluster.node_template.tls, timeout_ms, waiter, &map);
-                if (st.ok() && map.nodes.empty()) st = io_failure(Code::ConnectFailed, "knows no node");
+                if (st.ok() && map.nodes.empty())
+                    st = io_failure(Code::ConnectFailed, "knows no node");
                 if (st.ok()) {
                     for (ClusterNode& node : map.nodes)
-                        if (node.at.host.empty()) node.at.host = at.host;
+                        if (node.at.host.empty())
+                            node.at.host = at.host;
                     cluster.map = std::move(map);
                     return st;
                 }
-                if (link->connected() && st.code != Code::Interrupted) cluster.links.erase(address_of(at));
+                if (link->connected() && st.code != Code::Interrupted)
+                    cluster.links.erase(address_of(at));
             }
-            if (st.code == Code::Interrupted || st.code == Code::AuthFailed) return st;
+            if (st.code == Code::Interrupted || st.code == Code::AuthFailed)
+                return st;
             if (tried.find(address_of(at)) == std::string::npos)
                 tried += (tried.empty() ? "" : "; ") + address_of(at) + ": " + st.message;
         }
@@ -140,8 +153,8 @@ RedisStatus refresh_slot_map(ClusterLinks& cluster, long timeout_ms, IoWaiter& w
 }
 
 RedisStatus slot_round_trip(ClusterLinks& cluster, int slot, const CommandBatch& batch, const CommandBatch* then,
-                            std::vector<RedisReply>* replies, long timeout_ms, long io_timeout_ms,
-                            IoWaiter& waiter, SlotTrip* trip) noexcept
+                            std::vector<RedisReply>* replies, long timeout_ms, long io_timeout_ms, IoWaiter& waiter,
+                            SlotTrip* trip) noexcept
 {
     try {
         *trip = SlotTrip();
@@ -151,7 +164,8 @@ RedisStatus slot_round_trip(ClusterLinks& cluster, int slot, const CommandBatch&
         for (int attempt = 0; attempt < kMaxRedirects; ++attempt) {
             if (!cluster.map.known()) {
                 RedisStatus st = refresh_slot_map(cluster, timeout_ms, waiter);
-                if (!st.ok()) return st;
+                if (!st.ok())
+                    return st;
             }
             HostPort at = ask_at;
             if (!asking) {
@@ -168,7 +182,8 @@ RedisStatus slot_round_trip(ClusterLinks& cluster, int slot, const CommandBatch&
             RedisStatus st = node_link(cluster, at, timeout_ms, waiter, &link);
             if (!st.ok()) {
                 // Nothing was sent: ask for the map again once (a failover may have moved the slot).
-                if (st.code == Code::Interrupted || st.code == Code::AuthFailed || refreshed) return st;
+                if (st.code == Code::Interrupted || st.code == Code::AuthFailed || refreshed)
+                    return st;
                 refreshed = true;
                 asking = false;
                 cluster.map = SlotMap();
@@ -179,7 +194,8 @@ RedisStatus slot_round_trip(ClusterLinks& cluster, int slot, const CommandBatch&
                 ask.add({"ASKING"});
                 std::vector<RedisReply> ok;
                 st = link->execute(ask, &ok, io_timeout_ms, waiter);
-                if (!st.ok()) return st;  // nothing of the unit was sent yet
+                if (!st.ok())
+                    return st;  // nothing of the unit was sent yet
             }
             replies->clear();
             st = link->execute(batch, replies, io_timeout_ms, waiter, then);
@@ -190,41 +206,47 @@ RedisStatus slot_round_trip(ClusterLinks& cluster, int slot, const CommandBatch&
             }
             Redirect r = first_redirect(*replies);
             switch (r.kind) {
-            case Redirect::Kind::None:
-                return st;
-            case Redirect::Kind::ClusterDown:
-                trip->cluster_down = true;
-                cluster.map = SlotMap();
-                return io_failure(Code::ConnectFailed, "Redis Cluster is down (CLUSTERDOWN) at", trip->node);
-            case Redirect::Kind::TryAgain:
-                // A multi-key unit met a slot in migration with part of its keys moved: wait, again.
-                if (waiter.wait(-1, false, false, kTryAgainMs) == WaitResult::Interrupted)
-                    return io_failure(Code::Interrupted, "interrupted while waiting for a slot migration");
-                break;
-            case Redirect::Kind::Ask:
-                asking = true;
-                ask_at = r.at;
-                if (ask_at.host.empty()) ask_at.host = at.host;
-                break;
-            case Redirect::Kind::Moved: {
-                asking = false;
-                HostPort moved_to = r.at;
-                if (moved_to.host.empty()) moved_to.host = at.host;
-                RedisStatus fresh = refresh_slot_map(cluster, timeout_ms, waiter);
-                if (fresh.code == Code::Interrupted) return fresh;
-                int owner = cluster.map.known() ? cluster.map.owner[static_cast<std::size_t>(r.slot)] : -1;
-                if (owner < 0 || address_of(cluster.map.nodes[static_cast<std::size_t>(owner)].at) != address_of(moved_to)) {
-                    // The map does not say so yet: believe the node that redirected us.
-                    if (!cluster.map.known()) cluster.map.owner.assign(kClusterSlots, -1);
-                    ClusterNode node;
-                    node.at = moved_to;
-                    node.master = true;
-                    node.health = "online";
-                    cluster.map.nodes.push_back(node);
-                    cluster.map.owner[static_cast<std::size_t>(r.slot)] = static_cast<int>(cluster.map.nodes.size() - 1);
+                case Redirect::Kind::None:
+                    return st;
+                case Redirect::Kind::ClusterDown:
+                    trip->cluster_down = true;
+                    cluster.map = SlotMap();
+                    return io_failure(Code::ConnectFailed, "Redis Cluster is down (CLUSTERDOWN) at", trip->node);
+                case Redirect::Kind::TryAgain:
+                    // A multi-key unit met a slot in migration with part of its keys moved: wait, again.
+                    if (waiter.wait(-1, false, false, kTryAgainMs) == WaitResult::Interrupted)
+                        return io_failure(Code::Interrupted, "interrupted while waiting for a slot migration");
+                    break;
+                case Redirect::Kind::Ask:
+                    asking = true;
+                    ask_at = r.at;
+                    if (ask_at.host.empty())
+                        ask_at.host = at.host;
+                    break;
+                case Redirect::Kind::Moved: {
+                    asking = false;
+                    HostPort moved_to = r.at;
+                    if (moved_to.host.empty())
+                        moved_to.host = at.host;
+                    RedisStatus fresh = refresh_slot_map(cluster, timeout_ms, waiter);
+                    if (fresh.code == Code::Interrupted)
+                        return fresh;
+                    int owner = cluster.map.known() ? cluster.map.owner[static_cast<std::size_t>(r.slot)] : -1;
+                    if (owner < 0 ||
+                        address_of(cluster.map.nodes[static_cast<std::size_t>(owner)].at) != address_of(moved_to)) {
+                        // The map does not say so yet: believe the node that redirected us.
+                        if (!cluster.map.known())
+                            cluster.map.owner.assign(kClusterSlots, -1);
+                        ClusterNode node;
+                        node.at = moved_to;
+                        node.master = true;
+                        node.health = "online";
+                        cluster.map.nodes.push_back(node);
+                        cluster.map.owner[static_cast<std::size_t>(r.slot)] =
+                            static_cast<int>(cluster.map.nodes.size() - 1);
+                    }
+                    break;
                 }
-                break;
-            }
             }
         }
         return io_failure(Code::ConnectFailed,

@@ -18,9 +18,9 @@ namespace jobbuf::redis {
 struct ClusterLinks {
     RedisEndpoint node_template;  // credentials and TLS of every node (kind Tcp)
     std::vector<HostPort> seeds;
-    std::string client_name;      // names (and fences) the links
-    std::string fencing_warning;  // set when a node refused the CLIENT commands
-    SlotMap map;                  // empty until asked, and again after a failure
+    std::string client_name;                                        // names (and fences) the links
+    std::string fencing_warning;                                    // set when a node refused the CLIENT commands
+    SlotMap map;                                                    // empty until asked, and again after a failure
     std::map<std::string, std::unique_ptr<RedisConnection>> links;  // by "host:port"
 
     void close_all() noexcept;
@@ -38,16 +38,16 @@ RedisStatus node_link(ClusterLinks& cluster, const HostPort& at, long timeout_ms
 
 // How a slot round trip ended when it did not succeed.
 struct SlotTrip {
-    bool in_doubt = false;     // the unit may have run (connection lost or interrupted mid-way)
-    bool cluster_down = false; // the cluster answered CLUSTERDOWN (nothing ran)
-    std::string node;          // the node last asked ("host:port")
+    bool in_doubt = false;      // the unit may have run (connection lost or interrupted mid-way)
+    bool cluster_down = false;  // the cluster answered CLUSTERDOWN (nothing ran)
+    std::string node;           // the node last asked ("host:port")
 };
 
 // Sends batch (then `then`, in the same round trip) to the node serving slot and reads the
 // replies, following MOVED, ASK and TRYAGAIN. io_timeout_ms bounds each round trip,
 // timeout_ms each connect.
 RedisStatus slot_round_trip(ClusterLinks& cluster, int slot, const CommandBatch& batch, const CommandBatch* then,
-                            std::vector<RedisReply>* replies, long timeout_ms, long io_timeout_ms,
-                            IoWaiter& waiter, SlotTrip* trip) noexcept;
+                            std::vector<RedisReply>* replies, long timeout_ms, long io_timeout_ms, IoWaiter& waiter,
+                            SlotTrip* trip) noexcept;
 
 }  // namespace jobbuf::redis

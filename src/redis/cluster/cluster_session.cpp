@@ -14,33 +14,38 @@ RedisStatus session_round_trip(DrainSession* session, int slot, const CommandBat
                                std::vector<RedisReply>* replies, long timeout_ms, IoWaiter& waiter,
                                const CommandBatch* then)
 {
-    if (!session->is_cluster()) return session->connection.execute(batch, replies, timeout_ms, waiter, then);
+    if (!session->is_cluster())
+        return session->connection.execute(batch, replies, timeout_ms, waiter, then);
     SlotTrip trip;
     RedisStatus status = slot_round_trip(session->cluster, slot < 0 ? 0 : slot, batch, then, replies,
                                          session->timeout_ms, timeout_ms, waiter, &trip);
-    if (!status.ok()) session->cluster.forget();
+    if (!status.ok())
+        session->cluster.forget();
     return status;
 }
 
 std::string marker_key_of(DrainSession* session, int slot)
 {
-    if (slot < 0) return session->marker_key;
+    if (slot < 0)
+        return session->marker_key;
     auto found = session->slot_tags.find(slot);
-    if (found == session->slot_tags.end()) found = session->slot_tags.emplace(slot, slot_tag(slot)).first;
+    if (found == session->slot_tags.end())
+        found = session->slot_tags.emplace(slot, slot_tag(slot)).first;
     return session->marker_key + "{" + found->second + "}";
 }
 
 int target_slot(const QueueTarget& target, std::string* why)
 {
     switch (target.kind()) {
-    case TargetKind::Sidekiq:
-        *why = "the sidekiq target cannot be delivered to a Redis Cluster (Sidekiq does not support Redis Cluster)";
-        return -1;
-    case TargetKind::Celery:
-        *why = "the celery target cannot be delivered to a Redis Cluster (Celery's Redis transport has no cluster support)";
-        return -1;
-    default:
-        break;
+        case TargetKind::Sidekiq:
+            *why = "the sidekiq target cannot be delivered to a Redis Cluster (Sidekiq does not support Redis Cluster)";
+            return -1;
+        case TargetKind::Celery:
+            *why =
+                "the celery target cannot be delivered to a Redis Cluster (Celery's Redis transport has no cluster support)";
+            return -1;
+        default:
+            break;
     }
     std::vector<std::string> keys = target.written_keys();
     int slot = keys.empty() ? 0 : key_slot(keys.front());
@@ -58,7 +63,8 @@ int target_slot(const QueueTarget& target, std::string* why)
 SessionReport cluster_connect(DrainSession* session, IoWaiter& waiter, bool* fresh)
 {
     ClusterLinks& cluster = session->cluster;
-    if (cluster.map.known()) return {};
+    if (cluster.map.known())
+        return {};
     cluster.fencing_warning.clear();
     RedisStatus status = refresh_slot_map(cluster, session->timeout_ms, waiter);
     if (!status.ok()) {
@@ -91,7 +97,8 @@ RedisStatus scan_markers(DrainSession* session, const HostPort& at, IoWaiter& wa
 {
     RedisConnection* link = nullptr;
     RedisStatus status = node_link(session->cluster, at, session->timeout_ms, waiter, &link);
-    if (!status.ok()) return status;
+    if (!status.ok())
+        return status;
     const std::string pattern = session->marker_key + "{*}";
     std::string cursor = "0";
     do {
@@ -99,15 +106,17 @@ RedisStatus scan_markers(DrainSession* session, const HostPort& at, IoWaiter& wa
         scan.add({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
         std::vector<RedisReply> replies;
         status = link->execute(scan, &replies, session->timeout_ms, waiter);
-        if (!status.ok()) return status;
+        if (!status.ok())
+            return status;
         const RedisReply& reply = replies.at(0);
         if (reply.type != RedisReply::Type::Array || reply.elements.size() != 2)
             return RedisStatus::failure(RedisStatus::Code::ProtocolError,
-                                        "SCAN for delivery markers: " + (reply.is_error() ? reply.str : "unexpected reply"));
+                                        "SCAN for delivery markers: " +
+                                            (reply.is_error() ? reply.str : "unexpected reply"));
         cursor = reply.elements[0].str;
         for (const RedisReply& key : reply.elements[1].elements)
-            if (key.str.size() > pattern.size() - 2 && key.str.compare(0, session->marker_key.size() + 1,
-                                                                       session->marker_key + "{") == 0)
+            if (key.str.size() > pattern.size() - 2 &&
+                key.str.compare(0, session->marker_key.size() + 1, session->marker_key + "{") == 0)
                 session->marker_slots.insert(key_slot(key.str));
     } while (cursor != "0");
     return status;
@@ -124,8 +133,10 @@ SessionReport cluster_marker_slots(DrainSession* session, IoWaiter& waiter, std:
         for (std::size_t n = 0; n < session->cluster.map.nodes.size(); ++n) {
             const ClusterNode& node = session->cluster.map.nodes[n];
             bool serves = false;
-            for (int owner : session->cluster.map.owner) serves = serves || owner == static_cast<int>(n);
-            if (serves || (node.master && node.health == "online")) owners.push_back(node);
+            for (int owner : session->cluster.map.owner)
+                serves = serves || owner == static_cast<int>(n);
+            if (serves || (node.master && node.health == "online"))
+                owners.push_back(node);
         }
         for (const ClusterNode& node : owners) {
             RedisStatus status = scan_markers(session, node.at, waiter);

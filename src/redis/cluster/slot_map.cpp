@@ -29,7 +29,8 @@ bool int_of(const RedisReply& reply, long long* out)
 const RedisReply* field(const RedisReply& map, const char* name)
 {
     for (std::size_t i = 0; i + 1 < map.elements.size(); i += 2)
-        if (map.elements[i].str == name) return &map.elements[i + 1];
+        if (map.elements[i].str == name)
+            return &map.elements[i + 1];
     return nullptr;
 }
 
@@ -42,7 +43,8 @@ void assign_owners(SlotMap* map)
 {
     map->owner.assign(kClusterSlots, -1);
     for (std::size_t n = 0; n < map->nodes.size(); ++n) {
-        if (!map->nodes[n].master) continue;
+        if (!map->nodes[n].master)
+            continue;
         for (auto [first, last] : map->nodes[n].slots)
             for (int s = first; s <= last; ++s)
                 if (map->owner[static_cast<std::size_t>(s)] < 0 || map->nodes[n].health == "online")
@@ -88,7 +90,8 @@ bool parse_cluster_shards(const RedisReply& reply, bool tls, SlotMap* map, std::
             const RedisReply* ip = field(node, "ip");
             const RedisReply* endpoint = field(node, "endpoint");
             const RedisReply* port = field(node, tls ? "tls-port" : "port");
-            if (port == nullptr) port = field(node, "port");
+            if (port == nullptr)
+                port = field(node, "port");
             const RedisReply* role = field(node, "role");
             const RedisReply* health = field(node, "health");
             long long number = 0;
@@ -135,7 +138,8 @@ bool parse_cluster_slots(const RedisReply& reply, SlotMap* map, std::string* err
             std::string id = node.elements.size() > 2 ? node.elements[2].str : std::string();
             ClusterNode* known = nullptr;
             for (ClusterNode& n : parsed.nodes)
-                if ((!id.empty() && n.id == id) || (n.at.host == node.elements[0].str && n.at.port == port)) known = &n;
+                if ((!id.empty() && n.id == id) || (n.at.host == node.elements[0].str && n.at.port == port))
+                    known = &n;
             if (known == nullptr) {
                 parsed.nodes.emplace_back();
                 known = &parsed.nodes.back();
@@ -156,7 +160,8 @@ bool parse_cluster_slots(const RedisReply& reply, SlotMap* map, std::string* err
 Redirect redirect_of(const RedisReply& reply)
 {
     Redirect r;
-    if (!reply.is_error()) return r;
+    if (!reply.is_error())
+        return r;
     const std::string& text = reply.str;
     auto starts = [&](const char* word) { return text.rfind(word, 0) == 0; };
     if (starts("TRYAGAIN")) {
@@ -168,10 +173,12 @@ Redirect redirect_of(const RedisReply& reply)
         return r;
     }
     bool moved = starts("MOVED ");
-    if (!moved && !starts("ASK ")) return r;
+    if (!moved && !starts("ASK "))
+        return r;
     std::size_t slot_at = text.find(' ') + 1;
     std::size_t addr_at = text.find(' ', slot_at);
-    if (addr_at == std::string::npos) return r;
+    if (addr_at == std::string::npos)
+        return r;
     long long slot = 0, port = 0;
     std::string address = text.substr(addr_at + 1);
     std::size_t colon = address.rfind(':');
@@ -179,7 +186,8 @@ Redirect redirect_of(const RedisReply& reply)
         colon == std::string::npos || !to_int(address.substr(colon + 1), &port) || port <= 0 || port > 65535)
         return r;
     std::string host = address.substr(0, colon);
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+        host = host.substr(1, host.size() - 2);
     r.kind = moved ? Redirect::Kind::Moved : Redirect::Kind::Ask;
     r.slot = static_cast<int>(slot);
     r.at.host = host == "?" ? std::string() : host;

@@ -12,11 +12,11 @@
 namespace jobbuf::redis {
 
 struct ClusterNode {
-    std::string id;        // the node's id (40 hex digits; empty when the reply did not say)
-    HostPort at;           // where to connect (the TLS port for a TLS endpoint, when known); an
-                           // empty host: the node's address is the one it was asked at
-    bool master = false;   // role: master (serves its shard's slots) or replica
-    std::string health;    // "online", "failed", "loading" ("online" when CLUSTER SLOTS lists it)
+    std::string id;                          // the node's id (40 hex digits; empty when the reply did not say)
+    HostPort at;                             // where to connect (the TLS port for a TLS endpoint, when known); an
+                                             // empty host: the node's address is the one it was asked at
+    bool master = false;                     // role: master (serves its shard's slots) or replica
+    std::string health;                      // "online", "failed", "loading" ("online" when CLUSTER SLOTS lists it)
     std::vector<std::pair<int, int>> slots;  // its shard's slot ranges, inclusive
     std::string address() const;             // "host:port"
 };

@@ -28,14 +28,16 @@ IoDeadline::IoDeadline(long ms, Kind k) : at(limit_from_now(ms)), timeout_ms(ms)
 
 void IoDeadline::progressed(long queued_now)
 {
-    if (kind != Kind::NoProgress) return;
+    if (kind != Kind::NoProgress)
+        return;
     at = limit_from_now(timeout_ms);
     queued_for_peer = queued_now;
 }
 
 bool IoDeadline::peer_took_bytes(long queued_now)
 {
-    if (kind != Kind::NoProgress || queued_now >= queued_for_peer) return false;
+    if (kind != Kind::NoProgress || queued_now >= queued_for_peer)
+        return false;
     progressed(queued_now);
     return true;
 }
@@ -43,7 +45,8 @@ bool IoDeadline::peer_took_bytes(long queued_now)
 long IoDeadline::remaining_ms() const
 {
     auto left = std::chrono::duration_cast<std::chrono::microseconds>(at - Clock::now()).count();
-    if (left <= 0) return 0;
+    if (left <= 0)
+        return 0;
     return static_cast<long>((left + 999) / 1000);
 }
 
@@ -58,7 +61,8 @@ RedisStatus io_failure(RedisStatus::Code code, const char* what, const std::stri
             st.message += detail;
         }
         for (char& c : st.message)
-            if (c == '\r' || c == '\n') c = ' ';
+            if (c == '\r' || c == '\n')
+                c = ' ';
     } catch (...) {
         st.message.clear();
     }
@@ -76,12 +80,12 @@ RedisStatus wait_for_socket(IoWaiter& waiter, int fd, bool for_read, bool for_wr
     long ms = deadline.remaining_ms();
     WaitResult r = ms > 0 ? waiter.wait(fd, for_read, for_write, ms) : WaitResult::TimedOut;
     switch (r) {
-    case WaitResult::Ready:
-        return RedisStatus::success();
-    case WaitResult::Interrupted:
-        return io_failure(RedisStatus::Code::Interrupted, "interrupted while", doing);
-    case WaitResult::TimedOut:
-        break;
+        case WaitResult::Ready:
+            return RedisStatus::success();
+        case WaitResult::Interrupted:
+            return io_failure(RedisStatus::Code::Interrupted, "interrupted while", doing);
+        case WaitResult::TimedOut:
+            break;
     }
     std::string what = "timed out after " + ms_text(deadline.timeout_ms) +
                        (deadline.kind == IoDeadline::Kind::NoProgress ? " without progress" : "") + " while " + doing;

@@ -20,16 +20,18 @@ std::string host_port(const std::string& host, int port)
 }
 
 // Runs one command on conn; a reply error is a failure too (its text in the message).
-RedisStatus ask(RedisConnection& conn, std::initializer_list<std::string_view> args, long timeout_ms,
-                IoWaiter& waiter, RedisReply* reply)
+RedisStatus ask(RedisConnection& conn, std::initializer_list<std::string_view> args, long timeout_ms, IoWaiter& waiter,
+                RedisReply* reply)
 {
     CommandBatch batch;
     batch.add(args);
     std::vector<RedisReply> replies;
     RedisStatus st = conn.execute(batch, &replies, timeout_ms, waiter);
-    if (!st.ok()) return st;
+    if (!st.ok())
+        return st;
     *reply = std::move(replies.at(0));
-    if (reply->is_error()) return io_failure(Code::ProtocolError, reply->str.c_str());
+    if (reply->is_error())
+        return io_failure(Code::ProtocolError, reply->str.c_str());
     return st;
 }
 
@@ -45,16 +47,20 @@ RedisStatus ask_sentinel(const RedisEndpoint& endpoint, const HostPort& sentinel
     at.password = password;
     RedisConnection conn;
     RedisStatus st = conn.connect(at, timeout_ms, waiter);
-    if (!st.ok()) return st;
+    if (!st.ok())
+        return st;
     RedisReply reply;
     st = ask(conn, {"SENTINEL", "get-master-addr-by-name", endpoint.master_name}, timeout_ms, waiter, &reply);
-    if (!st.ok()) return st;
-    if (reply.type == RedisReply::Type::Nil) return io_failure(Code::ConnectFailed, "does not know this master");
+    if (!st.ok())
+        return st;
+    if (reply.type == RedisReply::Type::Nil)
+        return io_failure(Code::ConnectFailed, "does not know this master");
     int port = 0;
     if (reply.type == RedisReply::Type::Array && reply.elements.size() == 2) {
         const std::string& text = reply.elements[1].str;
         auto res = std::from_chars(text.data(), text.data() + text.size(), port);
-        if (res.ec != std::errc() || res.ptr != text.data() + text.size()) port = 0;
+        if (res.ec != std::errc() || res.ptr != text.data() + text.size())
+            port = 0;
     }
     if (port <= 0 || port > 65535 || reply.elements[0].str.empty())
         return io_failure(Code::ProtocolError, "unexpected reply to SENTINEL get-master-addr-by-name");
@@ -73,13 +79,15 @@ RedisStatus connect_confirmed(RedisConnection& conn, const RedisEndpoint& endpoi
     at.port = master.port;
     at.sentinels.clear();
     RedisStatus st = conn.connect(at, timeout_ms, waiter);
-    if (!st.ok()) return st;
+    if (!st.ok())
+        return st;
     RedisReply role;
     st = ask(conn, {"ROLE"}, timeout_ms, waiter, &role);
     if (st.ok() && (role.type != RedisReply::Type::Array || role.elements.empty() || role.elements[0].str != "master"))
         st = io_failure(Code::ConnectFailed, "it is not a master (ROLE says",
                         (role.elements.empty() ? std::string("nothing") : role.elements[0].str) + ")");
-    if (!st.ok()) conn.close();
+    if (!st.ok())
+        conn.close();
     return st;
 }
 
@@ -95,7 +103,8 @@ RedisStatus connect_to_master(RedisConnection& conn, const RedisEndpoint& endpoi
                               SentinelCursor* cursor) noexcept
 {
     try {
-        if (endpoint.kind != RedisEndpoint::Kind::Sentinel) return conn.connect(endpoint, timeout_ms, waiter);
+        if (endpoint.kind != RedisEndpoint::Kind::Sentinel)
+            return conn.connect(endpoint, timeout_ms, waiter);
         conn.close();
         cursor->master.clear();
         std::string tried;
@@ -105,7 +114,8 @@ RedisStatus connect_to_master(RedisConnection& conn, const RedisEndpoint& endpoi
             const HostPort& sentinel = endpoint.sentinels[i];
             HostPort master;
             RedisStatus st = ask_sentinel(endpoint, sentinel, sentinel_password, timeout_ms, waiter, &master);
-            if (st.code == Code::Interrupted) return st;
+            if (st.code == Code::Interrupted)
+                return st;
             if (st.ok()) {
                 st = connect_confirmed(conn, endpoint, master, timeout_ms, waiter);
                 if (st.ok()) {
@@ -113,7 +123,8 @@ RedisStatus connect_to_master(RedisConnection& conn, const RedisEndpoint& endpoi
                     cursor->master = host_port(master.host, master.port);
                     return st;
                 }
-                if (gives_up_at_once(st)) return st;
+                if (gives_up_at_once(st))
+                    return st;
                 st.message = "names " + host_port(master.host, master.port) + ": " + st.message;
             }
             tried += (tried.empty() ? "sentinel " : "; sentinel ") + host_port(sentinel.host, sentinel.port) + " " +

@@ -31,19 +31,26 @@ constexpr int kMaxIovecs = 64;
 // Completes a non-blocking connect of fd to addr.
 RedisStatus finish_connect(int fd, const sockaddr* addr, socklen_t len, const IoDeadline& dl, IoWaiter& waiter)
 {
-    if (::connect(fd, addr, len) == 0) return RedisStatus::success();
-    if (errno != EINPROGRESS && errno != EINTR) return io_failure(Code::ConnectFailed, errno_text(errno).c_str());
+    if (::connect(fd, addr, len) == 0)
+        return RedisStatus::success();
+    if (errno != EINPROGRESS && errno != EINTR)
+        return io_failure(Code::ConnectFailed, errno_text(errno).c_str());
     for (;;) {
         RedisStatus st = wait_for_socket(waiter, fd, false, true, dl, "connecting to Redis");
-        if (!st.ok()) return st;
+        if (!st.ok())
+            return st;
         int err = 0;
         socklen_t err_len = sizeof err;
-        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0) err = errno;
-        if (err != 0) return io_failure(Code::ConnectFailed, errno_text(err).c_str());
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) != 0)
+            err = errno;
+        if (err != 0)
+            return io_failure(Code::ConnectFailed, errno_text(err).c_str());
         sockaddr_storage peer;
         socklen_t peer_len = sizeof peer;
-        if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) == 0) return RedisStatus::success();
-        if (errno != ENOTCONN) return io_failure(Code::ConnectFailed, errno_text(errno).c_str());
+        if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) == 0)
+            return RedisStatus::success();
+        if (errno != ENOTCONN)
+            return io_failure(Code::ConnectFailed, errno_text(errno).c_str());
         // Woken before the connect finished: wait again.
     }
 }
@@ -57,7 +64,8 @@ RedisStatus connect_unix(const RedisEndpoint& ep, const IoDeadline& dl, IoWaiter
         return io_failure(Code::ConnectFailed, "unix socket path too long");
     std::memcpy(addr.sun_path, ep.socket_path.data(), ep.socket_path.size());
     int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) return io_failure(Code::ConnectFailed, "cannot create socket", errno_text(errno));
+    if (fd < 0)
+        return io_failure(Code::ConnectFailed, "cannot create socket", errno_text(errno));
     RedisStatus st = finish_connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr, dl, waiter);
     if (!st.ok()) {
         ::close(fd);
@@ -74,8 +82,8 @@ RedisStatus connect_tcp(const RedisEndpoint& ep, const IoDeadline& dl, IoWaiter&
     char port[8];
     auto res = std::to_chars(port, port + sizeof port - 1, ep.port);
     *res.ptr = '\0';
-    std::string where = "Redis at " + (ep.host.find(':') != std::string::npos ? "[" + ep.host + "]" : ep.host) +
-                        ":" + port;
+    std::string where =
+        "Redis at " + (ep.host.find(':') != std::string::npos ? "[" + ep.host + "]" : ep.host) + ":" + port;
 
     addrinfo hints;
     std::memset(&hints, 0, sizeof hints);
@@ -106,7 +114,8 @@ RedisStatus connect_tcp(const RedisEndpoint& ep, const IoDeadline& dl, IoWaiter&
             return st;
         }
         ::close(fd);
-        if (st.code != Code::ConnectFailed) return st;  // timeout or interrupt: the deadline is spent
+        if (st.code != Code::ConnectFailed)
+            return st;  // timeout or interrupt: the deadline is spent
         last_error = st.message;
     }
     return io_failure(Code::ConnectFailed, ("cannot connect to " + where).c_str(), last_error);
@@ -146,10 +155,14 @@ public:
         msg.msg_iovlen = static_cast<std::size_t>(n_iov);
         for (;;) {
             ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
-            if (n > 0) return StreamIo::moved(static_cast<std::size_t>(n));
-            if (n == 0) return StreamIo::blocked(false, true);
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) return StreamIo::blocked(false, true);
+            if (n > 0)
+                return StreamIo::moved(static_cast<std::size_t>(n));
+            if (n == 0)
+                return StreamIo::blocked(false, true);
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return StreamIo::blocked(false, true);
             return failed("error writing to Redis", errno);
         }
     }
@@ -158,10 +171,14 @@ public:
     {
         for (;;) {
             ssize_t n = ::recv(fd_, buf, len, 0);
-            if (n > 0) return StreamIo::moved(static_cast<std::size_t>(n));
-            if (n == 0) return StreamIo{StreamIo::State::Closed, 0, false, false, {}};
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) return StreamIo::blocked(true, false);
+            if (n > 0)
+                return StreamIo::moved(static_cast<std::size_t>(n));
+            if (n == 0)
+                return StreamIo{StreamIo::State::Closed, 0, false, false, {}};
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return StreamIo::blocked(true, false);
             return failed("error reading from Redis", errno);
         }
     }
@@ -188,14 +205,16 @@ RedisStatus connect_socket(const RedisEndpoint& endpoint, const IoDeadline& dead
 long socket_bytes_queued(int fd) noexcept
 {
     int queued = 0;
-    if (::ioctl(fd, SIOCOUTQ, &queued) != 0) return 0;
+    if (::ioctl(fd, SIOCOUTQ, &queued) != 0)
+        return 0;
     return queued;
 }
 
 std::unique_ptr<ByteStream> make_socket_stream(int fd) noexcept
 {
     ByteStream* stream = new (std::nothrow) SocketStream(fd);
-    if (stream == nullptr) ::close(fd);
+    if (stream == nullptr)
+        ::close(fd);
     return std::unique_ptr<ByteStream>(stream);
 }
 

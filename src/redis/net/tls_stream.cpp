@@ -70,9 +70,12 @@ int bio_write(BIO* bio, const char* data, int len)
     int fd = static_cast<int>(BIO_get_fd(bio, nullptr));
     for (;;) {
         ssize_t n = ::send(fd, data, static_cast<std::size_t>(len), MSG_NOSIGNAL);
-        if (n >= 0) return static_cast<int>(n);
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_write(bio);
+        if (n >= 0)
+            return static_cast<int>(n);
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            BIO_set_retry_write(bio);
         return -1;
     }
 }
@@ -83,10 +86,14 @@ int bio_read(BIO* bio, char* data, int len)
     int fd = static_cast<int>(BIO_get_fd(bio, nullptr));
     for (;;) {
         ssize_t n = ::recv(fd, data, static_cast<std::size_t>(len), 0);
-        if (n == 0) BIO_set_flags(bio, BIO_FLAGS_IN_EOF);  // what BIO_eof() tells OpenSSL
-        if (n >= 0) return static_cast<int>(n);
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_read(bio);
+        if (n == 0)
+            BIO_set_flags(bio, BIO_FLAGS_IN_EOF);  // what BIO_eof() tells OpenSSL
+        if (n >= 0)
+            return static_cast<int>(n);
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            BIO_set_retry_read(bio);
         return -1;
     }
 }
@@ -108,8 +115,10 @@ int bio_fd(BIO* bio)
 
 int bio_destroy(BIO* bio)
 {
-    if (bio == nullptr) return 0;
-    if (BIO_get_init(bio) && BIO_get_shutdown(bio)) ::close(bio_fd(bio));
+    if (bio == nullptr)
+        return 0;
+    if (BIO_get_init(bio) && BIO_get_shutdown(bio))
+        ::close(bio_fd(bio));
     BIO_set_init(bio, 0);
     return 1;
 }
@@ -117,27 +126,29 @@ int bio_destroy(BIO* bio)
 long bio_ctrl(BIO* bio, int cmd, long num, void* ptr)
 {
     switch (cmd) {
-    case BIO_C_SET_FD:
-        BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(*static_cast<int*>(ptr))));
-        BIO_set_shutdown(bio, static_cast<int>(num));
-        BIO_set_init(bio, 1);
-        return 1;
-    case BIO_C_GET_FD:
-        if (!BIO_get_init(bio)) return -1;
-        if (ptr != nullptr) *static_cast<int*>(ptr) = bio_fd(bio);
-        return bio_fd(bio);
-    case BIO_CTRL_GET_CLOSE:
-        return BIO_get_shutdown(bio);
-    case BIO_CTRL_SET_CLOSE:
-        BIO_set_shutdown(bio, static_cast<int>(num));
-        return 1;
-    case BIO_CTRL_EOF:
-        return BIO_test_flags(bio, BIO_FLAGS_IN_EOF) != 0;
-    case BIO_CTRL_DUP:
-    case BIO_CTRL_FLUSH:
-        return 1;
-    default:
-        return 0;
+        case BIO_C_SET_FD:
+            BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(*static_cast<int*>(ptr))));
+            BIO_set_shutdown(bio, static_cast<int>(num));
+            BIO_set_init(bio, 1);
+            return 1;
+        case BIO_C_GET_FD:
+            if (!BIO_get_init(bio))
+                return -1;
+            if (ptr != nullptr)
+                *static_cast<int*>(ptr) = bio_fd(bio);
+            return bio_fd(bio);
+        case BIO_CTRL_GET_CLOSE:
+            return BIO_get_shutdown(bio);
+        case BIO_CTRL_SET_CLOSE:
+            BIO_set_shutdown(bio, static_cast<int>(num));
+            return 1;
+        case BIO_CTRL_EOF:
+            return BIO_test_flags(bio, BIO_FLAGS_IN_EOF) != 0;
+        case BIO_CTRL_DUP:
+        case BIO_CTRL_FLUSH:
+            return 1;
+        default:
+            return 0;
     }
 }
 
@@ -145,9 +156,11 @@ long bio_ctrl(BIO* bio, int cmd, long num, void* ptr)
 BIO_METHOD* nosignal_socket_method()
 {
     static BIO_METHOD* method = nullptr;
-    if (method != nullptr) return method;
+    if (method != nullptr)
+        return method;
     BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR, "jobbuf socket");
-    if (m == nullptr) return nullptr;
+    if (m == nullptr)
+        return nullptr;
     if (!BIO_meth_set_write(m, bio_write) || !BIO_meth_set_read(m, bio_read) || !BIO_meth_set_ctrl(m, bio_ctrl) ||
         !BIO_meth_set_create(m, bio_create) || !BIO_meth_set_destroy(m, bio_destroy)) {
         BIO_meth_free(m);
@@ -200,7 +213,8 @@ public:
         int n = SSL_write(ssl_, chunk_.get() + chunk_start_, static_cast<int>(chunk_end_ - chunk_start_));
         if (n > 0) {
             chunk_start_ += static_cast<std::size_t>(n);
-            if (chunk_start_ == chunk_end_) chunk_start_ = chunk_end_ = 0;
+            if (chunk_start_ == chunk_end_)
+                chunk_start_ = chunk_end_ = 0;
             return StreamIo::moved(static_cast<std::size_t>(n));
         }
         return blocked_or_failed(n, "error writing to Redis over TLS");
@@ -210,7 +224,8 @@ public:
     {
         ERR_clear_error();
         int n = SSL_read(ssl_, buf, static_cast<int>(std::min<std::size_t>(len, INT_MAX)));
-        if (n > 0) return StreamIo::moved(static_cast<std::size_t>(n));
+        if (n > 0)
+            return StreamIo::moved(static_cast<std::size_t>(n));
         return blocked_or_failed(n, "error reading from Redis over TLS");
     }
 
@@ -220,8 +235,10 @@ private:
     // Copies the caller's next bytes (up to kWriteChunk) into the chunk that SSL_write is given.
     bool fill_chunk(const std::string_view* pieces, std::size_t count, std::size_t offset)
     {
-        if (!chunk_) chunk_.reset(new (std::nothrow) char[kWriteChunk]);
-        if (!chunk_) return false;
+        if (!chunk_)
+            chunk_.reset(new (std::nothrow) char[kWriteChunk]);
+        if (!chunk_)
+            return false;
         std::size_t filled = 0;
         for (std::size_t p = 0; p < count && filled < kWriteChunk; ++p) {
             std::size_t skip = p == 0 ? offset : 0;
@@ -239,7 +256,8 @@ private:
         StreamIo io = classify(rc, doing);
         if (io.state != StreamIo::State::Blocked && SSL_get_app_data(ssl_) != nullptr) {
             try {
-                if (io.state == StreamIo::State::Closed) io = stream_failure("Redis closed the connection");
+                if (io.state == StreamIo::State::Closed)
+                    io = stream_failure("Redis closed the connection");
                 io.error += kClientCertificateHint;
             } catch (...) {
             }
@@ -251,25 +269,26 @@ private:
     {
         int err = SSL_get_error(ssl_, rc);
         switch (err) {
-        case SSL_ERROR_WANT_READ:
-            return StreamIo::blocked(true, false);
-        case SSL_ERROR_WANT_WRITE:
-            return StreamIo::blocked(false, true);
-        case SSL_ERROR_ZERO_RETURN:
-            return StreamIo{StreamIo::State::Closed, 0, false, false, {}};
-        case SSL_ERROR_SYSCALL:
-            if (errno == 0) return StreamIo{StreamIo::State::Closed, 0, false, false, {}};
-            try {
-                return stream_failure(std::string(doing) + ": " + errno_text(errno));
-            } catch (...) {
-                return stream_failure({});
-            }
-        default:
-            try {
-                return stream_failure(std::string(doing) + ": " + openssl_reason());
-            } catch (...) {
-                return stream_failure({});
-            }
+            case SSL_ERROR_WANT_READ:
+                return StreamIo::blocked(true, false);
+            case SSL_ERROR_WANT_WRITE:
+                return StreamIo::blocked(false, true);
+            case SSL_ERROR_ZERO_RETURN:
+                return StreamIo{StreamIo::State::Closed, 0, false, false, {}};
+            case SSL_ERROR_SYSCALL:
+                if (errno == 0)
+                    return StreamIo{StreamIo::State::Closed, 0, false, false, {}};
+                try {
+                    return stream_failure(std::string(doing) + ": " + errno_text(errno));
+                } catch (...) {
+                    return stream_failure({});
+                }
+            default:
+                try {
+                    return stream_failure(std::string(doing) + ": " + openssl_reason());
+                } catch (...) {
+                    return stream_failure({});
+                }
         }
     }
 
@@ -297,7 +316,8 @@ RedisStatus file_failure(const char* setting, const std::string& path)
 RedisStatus make_context(const TlsOptions& opts, SslCtxPtr* out)
 {
     SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
-    if (!ctx) return io_failure(Code::ConnectFailed, "cannot create a TLS context", openssl_reason());
+    if (!ctx)
+        return io_failure(Code::ConnectFailed, "cannot create a TLS context", openssl_reason());
     SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
     SSL_CTX_set_default_passwd_cb(ctx.get(), no_passphrase);
     // RESP replies carry their own lengths: a connection closed without close_notify is just closed.
@@ -307,12 +327,15 @@ RedisStatus make_context(const TlsOptions& opts, SslCtxPtr* out)
         bool loaded = opts.ca_file.empty()
                           ? SSL_CTX_set_default_verify_paths(ctx.get()) == 1
                           : SSL_CTX_load_verify_locations(ctx.get(), opts.ca_file.c_str(), nullptr) == 1;
-        if (!loaded) return file_failure("jobbuf.redis_tls_ca_file", opts.ca_file.empty() ? "(system trust store)" : opts.ca_file);
+        if (!loaded)
+            return file_failure("jobbuf.redis_tls_ca_file",
+                                opts.ca_file.empty() ? "(system trust store)" : opts.ca_file);
         SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
     } else {
         SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_NONE, nullptr);
     }
-    if (opts.cert_file.empty()) SSL_CTX_set_client_cert_cb(ctx.get(), note_certificate_request);
+    if (opts.cert_file.empty())
+        SSL_CTX_set_client_cert_cb(ctx.get(), note_certificate_request);
     if (!opts.key_file.empty() && opts.cert_file.empty())
         return io_failure(Code::ConnectFailed, "jobbuf.redis_tls_key_file is set without jobbuf.redis_tls_cert_file");
     if (!opts.cert_file.empty()) {
@@ -340,11 +363,13 @@ RedisStatus name_the_server(SSL* ssl, const RedisEndpoint& ep)
     bool ip = is_ip_address(host);
     if (!ip && SSL_set_tlsext_host_name(ssl, host.c_str()) != 1)
         return io_failure(Code::ConnectFailed, "cannot set the TLS server name", openssl_reason());
-    if (ep.tls_options.verify != TlsOptions::Verify::Full) return RedisStatus::success();
+    if (ep.tls_options.verify != TlsOptions::Verify::Full)
+        return RedisStatus::success();
     SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
     bool set = ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str()) == 1
                   : SSL_set1_host(ssl, host.c_str()) == 1;
-    if (!set) return io_failure(Code::ConnectFailed, "cannot set the TLS host name to verify", openssl_reason());
+    if (!set)
+        return io_failure(Code::ConnectFailed, "cannot set the TLS host name to verify", openssl_reason());
     return RedisStatus::success();
 }
 
@@ -377,12 +402,15 @@ RedisStatus handshake(SSL* ssl, int fd, const RedisEndpoint& ep, const IoDeadlin
         ERR_clear_error();
         errno = 0;
         int rc = SSL_connect(ssl);
-        if (rc == 1) return RedisStatus::success();
+        if (rc == 1)
+            return RedisStatus::success();
         int err = SSL_get_error(ssl, rc);
-        if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) return handshake_failure(ssl, rc, ep);
+        if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE)
+            return handshake_failure(ssl, rc, ep);
         RedisStatus st = wait_for_socket(waiter, fd, err == SSL_ERROR_WANT_READ, err == SSL_ERROR_WANT_WRITE, dl,
                                          "in the TLS handshake with Redis");
-        if (!st.ok()) return st;
+        if (!st.ok())
+            return st;
     }
 }
 
@@ -391,7 +419,8 @@ RedisStatus open_over_socket(const RedisEndpoint& ep, int fd, const IoDeadline& 
 {
     SslCtxPtr ctx;
     RedisStatus st = make_context(ep.tls_options, &ctx);
-    if (!st.ok()) return st;
+    if (!st.ok())
+        return st;
     SslPtr ssl(SSL_new(ctx.get()));
     BIO_METHOD* method = nosignal_socket_method();
     BIO* bio = method != nullptr ? BIO_new(method) : nullptr;
@@ -402,8 +431,10 @@ RedisStatus open_over_socket(const RedisEndpoint& ep, int fd, const IoDeadline& 
     BIO_set_fd(bio, fd, BIO_NOCLOSE);
     SSL_set_bio(ssl.get(), bio, bio);  // the SSL owns the BIO now
     st = name_the_server(ssl.get(), ep);
-    if (st.ok()) st = handshake(ssl.get(), fd, ep, dl, waiter);
-    if (!st.ok()) return st;
+    if (st.ok())
+        st = handshake(ssl.get(), fd, ep, dl, waiter);
+    if (!st.ok())
+        return st;
     stream->reset(new TlsStream(fd, ssl.get()));
     ssl.release();
     return st;
@@ -417,13 +448,15 @@ RedisStatus open_tls_stream(const RedisEndpoint& endpoint, const IoDeadline& dea
     stream->reset();
     int fd = -1;
     RedisStatus st = connect_socket(endpoint, deadline, waiter, &fd);
-    if (!st.ok()) return st;
+    if (!st.ok())
+        return st;
     try {
         st = open_over_socket(endpoint, fd, deadline, waiter, stream);
     } catch (...) {
         st = io_failure(Code::ConnectFailed, "out of memory while connecting to Redis over TLS");
     }
-    if (!*stream) ::close(fd);
+    if (!*stream)
+        ::close(fd);
     ERR_clear_error();
     return st;
 }

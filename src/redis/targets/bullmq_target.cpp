@@ -25,8 +25,8 @@ namespace {
 const TargetTraits kBullmqTraits{true, nullptr, 0, nullptr};
 
 // The keys the script reads and writes, after "<prefix>:<queue>:" (the order of its KEYS).
-constexpr const char* kScriptKeys[] = {"wait", "paused", "meta", "active", "prioritized",
-                                       "delayed", "events", "marker", "pc", "id"};
+constexpr const char* kScriptKeys[] = {"wait",    "paused", "meta",   "active", "prioritized",
+                                       "delayed", "events", "marker", "pc",     "id"};
 constexpr std::size_t kScriptKeyCount = sizeof kScriptKeys / sizeof kScriptKeys[0];
 constexpr std::size_t kArgsPerJob = 7;
 
@@ -48,8 +48,7 @@ struct BullmqJob {
 
 class BullmqTarget final : public QueueTarget {
 public:
-    BullmqTarget(std::string base, std::string group_name)
-        : base_(std::move(base)), group_name_(std::move(group_name))
+    BullmqTarget(std::string base, std::string group_name) : base_(std::move(base)), group_name_(std::move(group_name))
     {
     }
 
@@ -58,7 +57,8 @@ public:
     std::vector<std::string> written_keys() const override
     {
         std::vector<std::string> keys;
-        for (const char* key : kScriptKeys) keys.push_back(base_ + key);
+        for (const char* key : kScriptKeys)
+            keys.push_back(base_ + key);
         return keys;
     }
 
@@ -78,20 +78,23 @@ public:
         encoded.reserve(jobs.size());
         std::string why;
         for (std::size_t i = 0; i < jobs.size(); ++i) {
-            if (!is_sent(skip, i)) continue;
+            if (!is_sent(skip, i))
+                continue;
             encoded.emplace_back();
             if (!encode(jobs[i], now_epoch, &encoded.back(), &why)) {
                 encoded.pop_back();
                 plan_refusal(i, why, plan);
             }
         }
-        if (encoded.empty()) return;
+        if (encoded.empty())
+            return;
         CommandBatch& b = plan->batch;
         b.begin(3 + kScriptKeyCount + 1 + kArgsPerJob * encoded.size());
         b.arg("EVAL");
         b.arg(kBullmqAddScript);
         b.arg(decimal(kScriptKeyCount));
-        for (const char* key : kScriptKeys) b.arg(base_ + key);
+        for (const char* key : kScriptKeys)
+            b.arg(base_ + key);
         b.arg(base_);
         // Everything but data (a view of the payload) lives in `encoded`, gone when this returns:
         // the head form of arg() copies it, however long.
@@ -153,8 +156,7 @@ private:
             return false;
         }
         const long long timestamp = std::llround(job.staged_at * 1000);
-        const long long delay =
-            job.run_at > now_epoch ? std::max(1LL, std::llround(job.run_at * 1000) - timestamp) : 0;
+        const long long delay = job.run_at > now_epoch ? std::max(1LL, std::llround(job.run_at * 1000) - timestamp) : 0;
         out->data = fields[1];
         append_job_id(job, &out->id);
         out->timestamp = decimal(timestamp);
@@ -169,8 +171,10 @@ private:
         o.append(",\"jobId\":\"");
         o.append(out->id);
         o.push_back('"');
-        if (delay > 0) o.append(",\"delay\":").append(out->delay);
-        if (opts[0].data() != nullptr) o.append(",\"priority\":").append(out->priority);
+        if (delay > 0)
+            o.append(",\"delay\":").append(out->delay);
+        if (opts[0].data() != nullptr)
+            o.append(",\"priority\":").append(out->priority);
         if (opts[2].data() != nullptr) {
             o.append(",\"backoff\":");
             if (opts[2].front() == '{')
@@ -178,8 +182,10 @@ private:
             else
                 o.append("{\"type\":\"fixed\",\"delay\":").append(opts[2]).push_back('}');
         }
-        if (opts[3].data() != nullptr) o.append(",\"removeOnComplete\":").append(opts[3]);
-        if (opts[4].data() != nullptr) o.append(",\"removeOnFail\":").append(opts[4]);
+        if (opts[3].data() != nullptr)
+            o.append(",\"removeOnComplete\":").append(opts[3]);
+        if (opts[4].data() != nullptr)
+            o.append(",\"removeOnFail\":").append(opts[4]);
         o.push_back('}');
         return true;
     }
@@ -241,8 +247,7 @@ std::unique_ptr<QueueTarget> make_bullmq_target(const TargetSetup& setup, std::s
         return nullptr;
     }
     std::string base = std::string(setup.option("prefix", "bull")) + ":" + std::string(queue) + ":";
-    return std::make_unique<BullmqTarget>(std::move(base),
-                                          std::string(setup.option("group_class", setup.queue)));
+    return std::make_unique<BullmqTarget>(std::move(base), std::string(setup.option("group_class", setup.queue)));
 }
 
 }  // namespace jobbuf::redis

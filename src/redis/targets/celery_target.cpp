@@ -48,7 +48,8 @@ void append_repr(std::string_view json, std::string* out)
 {
     if (json.size() > kReprMax) {
         std::size_t cut = kReprMax - 3;
-        while (cut > 0 && (static_cast<unsigned char>(json[cut]) & 0xC0) == 0x80) --cut;
+        while (cut > 0 && (static_cast<unsigned char>(json[cut]) & 0xC0) == 0x80)
+            --cut;
         append_json_string(std::string(json.substr(0, cut)) + "...", out);
     } else {
         append_json_string(json, out);
@@ -79,20 +80,25 @@ public:
         std::vector<std::string> messages;
         messages.reserve(jobs.size());
         for (std::size_t i = 0; i < jobs.size(); ++i) {
-            if (!is_sent(skip, i)) continue;
+            if (!is_sent(skip, i))
+                continue;
             messages.emplace_back();
             if (!encode(jobs[i], &messages.back())) {
                 messages.pop_back();
-                plan_refusal(i, "jobbuf: the payload is not a Celery task (an object with a string \"task\", "
-                                "an array \"args\" and an object \"kwargs\")", plan);
+                plan_refusal(i,
+                             "jobbuf: the payload is not a Celery task (an object with a string \"task\", "
+                             "an array \"args\" and an object \"kwargs\")",
+                             plan);
             }
         }
-        if (messages.empty()) return;
+        if (messages.empty())
+            return;
         CommandBatch& b = plan->batch;
         b.begin(2 + messages.size());
         b.arg("LPUSH");
         b.arg(queue_);
-        for (const std::string& message : messages) b.arg(message, std::string_view());  // copied: see arg()
+        for (const std::string& message : messages)
+            b.arg(message, std::string_view());  // copied: see arg()
         plan->pushes.push_back(DeliveryPlan::PushRange{0, jobs.size()});
     }
 
@@ -176,11 +182,11 @@ const PayloadShape kCeleryPayload{kCeleryRules, sizeof kCeleryRules / sizeof kCe
 std::unique_ptr<QueueTarget> make_celery_target(const TargetSetup& setup, std::string*)
 {
     char host[256] = "localhost";
-    if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    if (gethostname(host, sizeof host - 1) != 0)
+        host[0] = '\0';
     host[sizeof host - 1] = '\0';
     return std::make_unique<CeleryTarget>(std::string(setup.option("celery_queue", "celery")),
-                                          std::string(setup.option("group_class", "")),
-                                          std::string("jobbuf@") + host);
+                                          std::string(setup.option("group_class", "")), std::string("jobbuf@") + host);
 }
 
 }  // namespace jobbuf::redis

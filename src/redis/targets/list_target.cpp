@@ -21,13 +21,15 @@ public:
                      DeliveryPlan* plan) const override
     {
         std::size_t n = count_sent(skip, 0, jobs.size());
-        if (n == 0) return;
+        if (n == 0)
+            return;
         CommandBatch& b = plan->batch;
         b.begin(2 + n);
         b.arg("RPUSH");
         b.arg(key_);
         for (std::size_t i = 0; i < jobs.size(); ++i)
-            if (is_sent(skip, i)) b.arg(jobs[i].payload);
+            if (is_sent(skip, i))
+                b.arg(jobs[i].payload);
         plan->pushes.push_back(DeliveryPlan::PushRange{0, jobs.size()});
     }
 

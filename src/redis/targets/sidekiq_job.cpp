@@ -5,8 +5,8 @@
 #include <string_view>
 
 #include "redis/json_text.h"
-#include "redis/targets/sidekiq_job.h"
 #include "redis/targets/queue_target.h"
+#include "redis/targets/sidekiq_job.h"
 
 namespace jobbuf::redis {
 namespace {
@@ -26,17 +26,19 @@ void append_timestamp(const SidekiqOptions& target, double epoch_seconds, std::s
 
 }  // namespace
 
-std::string_view sidekiq_job_head(const SidekiqOptions& target, const StagedJob& job, bool immediate,
-                                  double now_epoch, std::string* head)
+std::string_view sidekiq_job_head(const SidekiqOptions& target, const StagedJob& job, bool immediate, double now_epoch,
+                                  std::string* head)
 {
     std::string_view payload = job.payload;
     head->clear();
     std::size_t open = 0;
-    while (open < payload.size() && is_json_space(payload[open])) ++open;
+    while (open < payload.size() && is_json_space(payload[open]))
+        ++open;
     if (open >= payload.size() || payload[open] != '{')
         return payload;
     std::size_t next = open + 1;
-    while (next < payload.size() && is_json_space(payload[next])) ++next;
+    while (next < payload.size() && is_json_space(payload[next]))
+        ++next;
     bool empty_object = next < payload.size() && payload[next] == '}';
 
     head->append(payload.data(), open + 1);
@@ -45,7 +47,8 @@ std::string_view sidekiq_job_head(const SidekiqOptions& target, const StagedJob&
     head->append(",\"jid\":\"");
     append_job_uid(job, head);
     head->push_back('"');
-    if (!job.payload_has_probed_key) head->append(",\"retry\":true");
+    if (!job.payload_has_probed_key)
+        head->append(",\"retry\":true");
     head->append(",\"created_at\":");
     append_timestamp(target, job.staged_at, head);
     if (immediate) {

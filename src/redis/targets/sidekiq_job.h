@@ -15,14 +15,14 @@ struct SidekiqOptions {
     std::string sidekiq_queue;     // the Sidekiq queue name
     std::string namespace_prefix;  // "" or "<ns>:"
     int sidekiq_version = 7;
-    std::string group_class;       // delivery 'group': the job class given [group_id]
+    std::string group_class;  // delivery 'group': the job class given [group_id]
 };
 
 // The Sidekiq JSON of job in two parts: *head (jobbuf's fields spliced after the payload's "{";
 // replaced, not appended to) and the returned tail, a view of the rest of the payload. Sending
 // head then tail is the job; the payload itself is never copied. May throw std::bad_alloc.
-std::string_view sidekiq_job_head(const SidekiqOptions& target, const StagedJob& job, bool immediate,
-                                  double now_epoch, std::string* head);
+std::string_view sidekiq_job_head(const SidekiqOptions& target, const StagedJob& job, bool immediate, double now_epoch,
+                                  std::string* head);
 
 // At least as long as any head sidekiq_job_head writes for target (a cheap size check).
 std::size_t sidekiq_head_bound(const SidekiqOptions& target);
@@ -32,7 +32,7 @@ std::size_t sidekiq_head_bound(const SidekiqOptions& target);
 // sidekiq_version 6/7 and integer epoch milliseconds for 8 and later. A payload that is not a
 // JSON object text is appended unchanged (the Postgres side only stages objects).
 // May throw std::bad_alloc.
-void append_sidekiq_job(const SidekiqOptions& target, const StagedJob& job, bool immediate,
-                        double now_epoch, std::string* out);
+void append_sidekiq_job(const SidekiqOptions& target, const StagedJob& job, bool immediate, double now_epoch,
+                        std::string* out);
 
 }  // namespace jobbuf::redis

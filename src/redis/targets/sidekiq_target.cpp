@@ -17,8 +17,7 @@ constexpr const char* kSidekiqOwnKeys[] = {"queue", "jid", "created_at", "enqueu
 
 const TargetTraits kSidekiqTraits{
     true,  // carries run_at: scheduled jobs go to Sidekiq's schedule
-    kSidekiqOwnKeys,
-    sizeof kSidekiqOwnKeys / sizeof kSidekiqOwnKeys[0],
+    kSidekiqOwnKeys, sizeof kSidekiqOwnKeys / sizeof kSidekiqOwnKeys[0],
     "retry",  // "retry": true is added unless the payload says
 };
 
@@ -60,7 +59,8 @@ public:
         while (i < jobs.size()) {
             const bool immediate = jobs[i].run_at <= now_epoch;
             std::size_t end = i;
-            while (end < jobs.size() && (jobs[end].run_at <= now_epoch) == immediate) ++end;
+            while (end < jobs.size() && (jobs[end].run_at <= now_epoch) == immediate)
+                ++end;
             const std::size_t n = count_sent(skip, i, end);
             if (n > 0 && immediate) {
                 b.add({"SADD", queues_key, options_.sidekiq_queue});
@@ -74,7 +74,8 @@ public:
                 b.arg(schedule_key);
             }
             for (std::size_t j = i; j < end && n > 0; ++j) {
-                if (!is_sent(skip, j)) continue;
+                if (!is_sent(skip, j))
+                    continue;
                 if (!immediate) {
                     score.clear();
                     append_epoch_seconds(jobs[j].run_at, &score);
@@ -83,7 +84,8 @@ public:
                 std::string_view tail = sidekiq_job_head(options_, jobs[j], immediate, now_epoch, &head);
                 b.arg(head, tail);
             }
-            if (n > 0) plan->pushes.push_back(DeliveryPlan::PushRange{i, end});
+            if (n > 0)
+                plan->pushes.push_back(DeliveryPlan::PushRange{i, end});
             i = end;
         }
     }
@@ -113,11 +115,13 @@ std::unique_ptr<QueueTarget> make_sidekiq_target(const TargetSetup& setup, std::
 {
     SidekiqOptions options;
     long long version = 7;
-    if (!setup.integer_option("sidekiq_version", 7, 6, 99, &version, error)) return nullptr;
+    if (!setup.integer_option("sidekiq_version", 7, 6, 99, &version, error))
+        return nullptr;
     options.sidekiq_version = static_cast<int>(version);
     options.sidekiq_queue = std::string(setup.option("sidekiq_queue", setup.queue));
     std::string_view ns = setup.option("namespace", std::string_view());
-    if (ns.data() != nullptr) options.namespace_prefix = std::string(ns) + ":";
+    if (ns.data() != nullptr)
+        options.namespace_prefix = std::string(ns) + ":";
     options.group_class = std::string(setup.option("group_class", ""));
     return std::make_unique<SidekiqTarget>(std::move(options));
 }

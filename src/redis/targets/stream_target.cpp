@@ -35,7 +35,8 @@ public:
         CommandBatch& b = plan->batch;
         const std::string maxlen = maxlen_ > 0 ? decimal(maxlen_) : std::string();
         for (std::size_t i = 0; i < jobs.size(); ++i) {
-            if (!is_sent(skip, i)) continue;
+            if (!is_sent(skip, i))
+                continue;
             std::string id = decimal(jobs[i].id);
             std::string uid;
             append_job_uid(jobs[i], &uid);
@@ -59,7 +60,8 @@ const PayloadShape kStreamPayload{};  // any JSON value
 std::unique_ptr<QueueTarget> make_stream_target(const TargetSetup& setup, std::string* error)
 {
     long long maxlen = 0;
-    if (!setup.integer_option("maxlen", 0, 0, INT64_MAX, &maxlen, error)) return nullptr;
+    if (!setup.integer_option("maxlen", 0, 0, INT64_MAX, &maxlen, error))
+        return nullptr;
     std::string fallback = "jobbuf:" + std::string(setup.queue);
     return std::make_unique<StreamTarget>(std::string(setup.option("key", fallback)), maxlen);
 }

@@ -20,10 +20,8 @@ struct RegisteredTarget {
 
 // One line per target.
 const RegisteredTarget kTargets[] = {
-    {"list", make_list_target, &kListPayload},
-    {"stream", make_stream_target, &kStreamPayload},
-    {"sidekiq", make_sidekiq_target, &kSidekiqPayload},
-    {"bullmq", make_bullmq_target, &kBullmqPayload},
+    {"list", make_list_target, &kListPayload},          {"stream", make_stream_target, &kStreamPayload},
+    {"sidekiq", make_sidekiq_target, &kSidekiqPayload}, {"bullmq", make_bullmq_target, &kBullmqPayload},
     {"celery", make_celery_target, &kCeleryPayload},
 };
 
@@ -32,7 +30,8 @@ const RegisteredTarget kTargets[] = {
 std::string_view TargetSetup::option(std::string_view name, std::string_view fallback) const
 {
     for (std::size_t i = 0; i < option_count; ++i)
-        if (name == options[i].name) return options[i].value;
+        if (name == options[i].name)
+            return options[i].value;
     return fallback;
 }
 
@@ -60,7 +59,8 @@ void QueueTarget::append_group_payload(std::string_view group_id, const std::int
     char buf[24];
     out->append("{\"ids\": [");
     for (std::size_t i = 0; i < count; ++i) {
-        if (i != 0) out->append(", ");
+        if (i != 0)
+            out->append(", ");
         auto res = std::to_chars(buf, buf + sizeof buf, ids[i]);
         out->append(buf, res.ptr);
     }
@@ -84,7 +84,8 @@ void plan_refusal(std::size_t job, std::string_view why, DeliveryPlan* plan)
 const PayloadShape* payload_shape_of(std::string_view name) noexcept
 {
     for (const RegisteredTarget& target : kTargets)
-        if (target.name == name) return target.payload;
+        if (target.name == name)
+            return target.payload;
     return nullptr;
 }
 
@@ -102,7 +103,8 @@ void append_named_group_payload(std::string_view id_key, std::string_view open, 
 std::unique_ptr<QueueTarget> make_queue_target(std::string_view name, const TargetSetup& setup, std::string* error)
 {
     for (const RegisteredTarget& target : kTargets)
-        if (target.name == name) return target.make(setup, error);
+        if (target.name == name)
+            return target.make(setup, error);
     *error = "unknown target \"" + std::string(name) + "\"";
     return nullptr;
 }
