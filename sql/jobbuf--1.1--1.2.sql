@@ -973,79 +973,6 @@ CREATE TABLE jobbuf.consumer_failures (
 SELECT pg_catalog.pg_extension_config_dump('jobbuf.consumer_failures', '');
 GRANT SELECT ON jobbuf.consumer_failures TO jobbuf_admin;
 
--- The census: the worker's count of each queue's jobs, kept in jobbuf.queue_stats so that
--- jobbuf_stats() and jobbuf_queue_metrics() read one row per queue instead of counting jobs.
--- The drain worker runs it at most every jobbuf.poll_interval (src/worker/queue_census.cpp),
--- passing its last minute of deliveries per queue (queue names, deliveries, queue time p50 and
--- p99 in seconds; NULL arrays leave those columns as they are). Every job of jobbuf.jobs is
--- counted in exactly one of: held (its owner is not this installation, 60_copies.sql), claimed
--- (its group holds a lease), ready (due and not claimed, or its lease expired: a claim takes
--- it), scheduled (due later). oldest_ready_at is when the oldest ready job became ready:
--- greatest(staged_at, run_at). Consumer failures that jobbuf_fail appended to
--- jobbuf.consumer_failures are moved into consumer_failed_total. Returns the number of queues
--- counted. Superusers only (the worker).
-CREATE FUNCTION jobbuf.take_census(queues text[] DEFAULT NULL, delivered bigint[] DEFAULT NULL,
-                                   p50_seconds float8[] DEFAULT NULL, p99_seconds float8[] DEFAULT NULL)
-RETURNS integer LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
-    WITH own AS (
-        SELECT jobbuf.installation_id() AS id, pg_catalog.now() AS now
-    ), by_state AS (
-        -- One pass over jobbuf.jobs, the identity and now() read once, each job's state computed
-        -- once: 0 ready, 1 scheduled, 2 claimed, 3 held.
-        SELECT j.queue, t.state, pg_catalog.count(*) AS jobs, pg_catalog.min(greatest(j.staged_at, j.run_at)) AS since
-        FROM jobbuf.jobs j CROSS JOIN own o
-        CROSS JOIN LATERAL (SELECT CASE WHEN j.owner OPERATOR(pg_catalog.<>) o.id THEN 3
-                                        WHEN j.group_id IS NOT NULL AND j.lease_until OPERATOR(pg_catalog.>) o.now THEN 2
-                                        WHEN j.run_at OPERATOR(pg_catalog.<=) o.now THEN 0
-                                        ELSE 1 END) t(state)
-        GROUP BY j.queue, t.state
-    ), waiting AS (
-        SELECT b.queue,
-               pg_catalog.sum(b.jobs) FILTER (WHERE b.state OPERATOR(pg_catalog.=) 0)::bigint AS ready,
-               pg_catalog.sum(b.jobs) FILTER (WHERE b.state OPERATOR(pg_catalog.=) 1)::bigint AS scheduled,
-               pg_catalog.sum(b.jobs) FILTER (WHERE b.state OPERATOR(pg_catalog.=) 2)::bigint AS claimed,
-               pg_catalog.sum(b.jobs) FILTER (WHERE b.state OPERATOR(pg_catalog.=) 3)::bigint AS held,
-               pg_catalog.min(b.since) FILTER (WHERE b.state OPERATOR(pg_catalog.=) 0) AS oldest_ready
-        FROM by_state b GROUP BY b.queue
-    ), dead AS (
-        SELECT d.queue, pg_catalog.count(*) AS dead FROM jobbuf.dead d GROUP BY d.queue
-    ), counted_queues AS (
-        -- A row another transaction holds (a manual census in a long transaction) is counted
-        -- next time: the worker never waits for it.
-        SELECT l.queue FROM jobbuf.queue_stats l FOR UPDATE SKIP LOCKED
-    ), folded AS (
-        -- The failures of the queues counted now, and those of dropped queues.
-        DELETE FROM jobbuf.consumer_failures f
-        WHERE f.queue OPERATOR(pg_catalog.=) ANY (ARRAY(SELECT cq.queue FROM counted_queues cq))
-           OR NOT EXISTS (SELECT 1 FROM jobbuf.queue_stats e WHERE e.queue OPERATOR(pg_catalog.=) f.queue)
-        RETURNING f.queue, f.failed
-    ), failures AS (
-        SELECT f.queue, pg_catalog.sum(f.failed)::bigint AS failed FROM folded f GROUP BY f.queue
-    ), minute AS (
-        SELECT m.queue, m.delivered, m.p50, m.p99
-        FROM ROWS FROM (pg_catalog.unnest(queues), pg_catalog.unnest(delivered),
-                        pg_catalog.unnest(p50_seconds), pg_catalog.unnest(p99_seconds)) AS m(queue, delivered, p50, p99)
-    ), counted AS (
-        UPDATE jobbuf.queue_stats s
-        SET ready = coalesce(w.ready, 0), scheduled = coalesce(w.scheduled, 0),
-            claimed = coalesce(w.claimed, 0), held = coalesce(w.held, 0), dead = coalesce(d.dead, 0),
-            oldest_ready_at = w.oldest_ready,
-            consumer_failed_total = s.consumer_failed_total OPERATOR(pg_catalog.+) coalesce(f.failed, 0),
-            delivered_last_minute = CASE WHEN queues IS NULL THEN s.delivered_last_minute ELSE coalesce(m.delivered, 0) END,
-            queue_time_p50 = CASE WHEN queues IS NULL THEN s.queue_time_p50 ELSE pg_catalog.make_interval(secs => m.p50) END,
-            queue_time_p99 = CASE WHEN queues IS NULL THEN s.queue_time_p99 ELSE pg_catalog.make_interval(secs => m.p99) END,
-            census_at = started_at, census_by = jobbuf.installation_id()
-        FROM counted_queues s0
-        LEFT JOIN waiting w ON w.queue OPERATOR(pg_catalog.=) s0.queue
-        LEFT JOIN dead d ON d.queue OPERATOR(pg_catalog.=) s0.queue
-        LEFT JOIN failures f ON f.queue OPERATOR(pg_catalog.=) s0.queue
-        LEFT JOIN minute m ON m.queue OPERATOR(pg_catalog.=) s0.queue
-        WHERE s.queue OPERATOR(pg_catalog.=) s0.queue
-        RETURNING s.queue
-    )
-    SELECT pg_catalog.count(*)::integer FROM counted;
-$$;
-
 -- Each queue's counters as jobbuf_stats() and jobbuf_queue_metrics() show them: the census
 -- counts only when this installation took them (a restored dump or a copy carries its original's
 -- until its own worker counts again), consumer failures appended since the last census added.
@@ -1152,7 +1079,6 @@ BEGIN
 END $$;
 
 -- As 90_privileges.sql gives them (CREATE OR REPLACE keeps grants, not SECURITY DEFINER).
-REVOKE ALL ON FUNCTION jobbuf.take_census(text[], bigint[], float8[], float8[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobbuf.queue_counters() FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobbuf_queue_metrics() FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobbuf_prometheus_queues() FROM PUBLIC;
@@ -1467,7 +1393,7 @@ $$;
 -- last minute of deliveries given (queue names, deliveries, queue time p50 and p99 in seconds;
 -- NULL arrays leave those columns as they are). Returns the number of queues counted.
 -- Superusers only.
-CREATE OR REPLACE FUNCTION jobbuf.take_census(queues text[] DEFAULT NULL, delivered bigint[] DEFAULT NULL,
+CREATE FUNCTION jobbuf.take_census(queues text[] DEFAULT NULL, delivered bigint[] DEFAULT NULL,
                                    p50_seconds float8[] DEFAULT NULL, p99_seconds float8[] DEFAULT NULL)
 RETURNS integer LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $$
     WITH waiting AS (
@@ -1491,6 +1417,7 @@ RETURNS integer LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp AS $
                                  queues, delivered, p50_seconds, p99_seconds, pg_catalog.now())
     FROM waiting w;
 $$;
+REVOKE ALL ON FUNCTION jobbuf.take_census(text[], bigint[], float8[], float8[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobbuf.job_state(uuid, uuid, timestamptz, timestamptz, uuid, timestamptz) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobbuf.census_step(bigint, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobbuf.publish_census(text[], bigint[], bigint[], bigint[], bigint[], timestamptz[], text[], bigint[], float8[], float8[], timestamptz) FROM PUBLIC;

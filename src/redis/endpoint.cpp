@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "redis/endpoint.h"
+#include "redis/hex_digit.h"
 
 namespace jobbuf::redis {
 namespace {
@@ -23,17 +24,6 @@ constexpr std::string_view kTlsClusterScheme = "rediss+cluster://";
 constexpr std::string_view kUnixScheme = "unix://";
 constexpr int kSentinelDefaultPort = 26379;
 
-int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 // Decodes %XX escapes; false on a malformed escape.
 bool percent_decode(std::string_view in, std::string* out)
 {
@@ -46,8 +36,8 @@ bool percent_decode(std::string_view in, std::string* out)
         }
         if (i + 2 >= in.size())
             return false;
-        int hi = hex_value(in[i + 1]);
-        int lo = hex_value(in[i + 2]);
+        int hi = hex_digit(in[i + 1]);
+        int lo = hex_digit(in[i + 2]);
         if (hi < 0 || lo < 0)
             return false;
         out->push_back(static_cast<char>(hi * 16 + lo));

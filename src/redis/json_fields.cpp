@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "redis/hex_digit.h"
 #include "redis/json_fields.h"
 
 namespace jobbuf::redis {
@@ -69,17 +70,6 @@ bool skip_value(std::string_view text, std::size_t* at)
         return false;
     *at = i;
     return true;
-}
-
-int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 bool read_hex4(std::string_view text, std::size_t at, unsigned* out)
