@@ -57,8 +57,11 @@ void note_queues_changed(void)
     queues_changed = true;
 }
 
-// Adds this transaction's queues to the slot's exact list (or marks it overflowed).
-static void name_woken_queues(JobbufSharedState* state)
+// Adds this transaction's queues to the slot's exact list (or marks it overflowed) and their
+// bits to staged_queues, under woken_mutex: the worker takes bits, names and overflow together
+// (take_staged_work), so it never sees an overflow without the bits it stands for. Returns the
+// bits staged_queues held before.
+static uint64 name_woken_queues(JobbufSharedState* state)
 {
     SpinLockAcquire(&state->woken_mutex);
     if (staged_hash_count > kLocalQueues) {
@@ -81,7 +84,9 @@ static void name_woken_queues(JobbufSharedState* state)
             }
         }
     }
+    uint64 before = pg_atomic_fetch_or_u64(&state->staged_queues, staged_queue_bits);
     SpinLockRelease(&state->woken_mutex);
+    return before;
 }
 
 // The slot of this database's drain worker, remembered between commits (checked each time: the
@@ -101,21 +106,21 @@ static void wake_worker(void)
         return;
     if (queues_changed)
         pg_atomic_fetch_add_u32(&state->queues_generation, 1);
-    // The lowest id, then the queues' names, then their bits: a worker that takes the bits or
-    // the names has the id too (it takes them in the other order, see take_staged_work).
+    // The lowest id, then the queues' names and bits: a worker that takes the names or bits has
+    // the id too (it takes them in the other order, see take_staged_work).
     if (lowest_staged_id != PG_INT64_MAX) {
         uint64 id = static_cast<uint64>(lowest_staged_id);
         uint64 seen = pg_atomic_read_u64(&state->lowest_staged_id);
         while (id < seen && !pg_atomic_compare_exchange_u64(&state->lowest_staged_id, &seen, id)) {
         }
     }
-    // The exact queues before the bits: a worker that takes the bits finds them named.
-    name_woken_queues(state);
+    // The exact queues and their bits, together.
+    uint64 bits_before = name_woken_queues(state);
     // One SetLatch per batch of commits: the worker empties staged_queues when it starts a round,
     // so only the first commit after that finds it empty and sets the latch. While the worker is
     // busy or disabled the set stays non-empty and committers send no signal. A change of
     // jobbuf.queues (rare: administration, ALTER EXTENSION UPDATE) always signals.
-    if (pg_atomic_fetch_or_u64(&state->staged_queues, staged_queue_bits) == 0 || queues_changed) {
+    if (bits_before == 0 || queues_changed) {
         Latch* latch = state->worker_latch;
         if (latch != nullptr)
             SetLatch(latch);
@@ -139,10 +144,10 @@ StagedWork take_staged_work(void)
     work.count = 0;
     if (jobbuf_shared == nullptr)
         return work;
-    // Bits, names, id: committers publish in the opposite order, so the names a commit published
-    // come with its id (names taken before their bits: the next look finds the bits alone).
-    work.queue_bits = pg_atomic_exchange_u64(&jobbuf_shared->staged_queues, 0);
+    // Bits and names (or overflow) together, under woken_mutex, as committers publish them; the
+    // id after them: committers publish it first, so the queues a commit named come with its id.
     SpinLockAcquire(&jobbuf_shared->woken_mutex);
+    work.queue_bits = pg_atomic_exchange_u64(&jobbuf_shared->staged_queues, 0);
     work.exact = !jobbuf_shared->woken_overflow;
     work.count = jobbuf_shared->woken_count;
     memcpy(work.hashes, jobbuf_shared->woken, sizeof(uint64) * work.count);
