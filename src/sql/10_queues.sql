@@ -202,6 +202,7 @@ DECLARE
     merged jsonb;
     delivery text;
     leased bigint;
+    waited_lock text;
 BEGIN
     IF options IS NULL OR jsonb_typeof(options) <> 'object' THEN
         RAISE EXCEPTION 'jobbuf: queue options must be a JSON object'
@@ -213,10 +214,20 @@ BEGIN
     delivery := coalesce(merged->>'delivery', 'each');
     -- From 'group' to 'each': every job the queue holds (waiting, or in a group whose lease may
     -- expire) becomes a message of its own, so it must suit the target as a staged job does.
-    -- Stagers still in progress are waited for (they may have staged under 'group').
+    -- Stagers still in progress are waited for (they may have staged under 'group'), at most
+    -- 2 s: while this lock waits, every new staging transaction of every queue queues behind it.
     IF q.target OPERATOR(pg_catalog.<>) 'none' AND delivery OPERATOR(pg_catalog.=) 'each'
        AND coalesce(q.options OPERATOR(pg_catalog.->>) 'delivery', 'each') OPERATOR(pg_catalog.=) 'group' THEN
-        LOCK TABLE jobbuf.jobs IN SHARE ROW EXCLUSIVE MODE;
+        waited_lock := pg_catalog.current_setting('lock_timeout');
+        PERFORM pg_catalog.set_config('lock_timeout', '2s', true);
+        BEGIN
+            LOCK TABLE jobbuf.jobs IN SHARE ROW EXCLUSIVE MODE;
+        EXCEPTION WHEN lock_not_available THEN
+            RAISE EXCEPTION 'jobbuf: queue %: transactions that stage jobs are still open; the switch to delivery each waited 2 s for them', pg_catalog.quote_literal(q.name)
+                USING ERRCODE = 'lock_not_available',
+                      HINT = 'retry; a session idle in transaction after staging (pg_stat_activity) holds it up';
+        END;
+        PERFORM pg_catalog.set_config('lock_timeout', waited_lock, true);
         PERFORM jobbuf.check_each_payload(q.name, q.target, j.id, j.payload)
         FROM jobbuf.jobs j WHERE j.queue OPERATOR(pg_catalog.=) q.name ORDER BY j.id;
     END IF;
