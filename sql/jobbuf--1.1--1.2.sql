@@ -666,31 +666,9 @@ BEGIN
         USING queue, batch, part, new_group, lease, min_jobs, max_wait_for;
 END $$;
 
--- Moves to jobbuf.dead the jobs of the queue whose lease expired for the last allowed time
--- (attempts + 1 >= max_attempts), so that no claim hands them out again. Skips locked rows.
-CREATE OR REPLACE FUNCTION jobbuf.bury_abandoned(q jobbuf.queues)
-RETURNS void LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
-    WITH abandoned AS (
-        SELECT j.id FROM jobbuf.jobs j
-        WHERE j.queue = q.name AND j.owner = jobbuf.installation_id() AND j.group_id IS NOT NULL AND j.lease_until <= pg_catalog.now()
-          AND j.attempts + 1 >= coalesce((q.options->>'max_attempts')::integer, 25)
-        FOR UPDATE SKIP LOCKED
-    ), buried AS (
-        DELETE FROM jobbuf.jobs j USING abandoned a WHERE j.id = a.id
-        RETURNING j.*
-    )
-    INSERT INTO jobbuf.dead (id, queue, payload, partition_key, unique_key, staged_at, attempts,
-                             last_error, errors)
-    SELECT b.id, b.queue, b.payload, b.partition_key, b.unique_key, b.staged_at, b.attempts + 1,
-           'lease expired',
-           CASE WHEN b.last_error IS NULL THEN '[]'::jsonb
-                ELSE pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
-                    'at', NULL, 'attempt', b.attempts, 'error', jobbuf.bounded_error(b.last_error))) END
-           || pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
-                    'at', pg_catalog.now(), 'attempt', b.attempts + 1, 'error', 'lease expired'))
-    FROM buried b
-    ON CONFLICT (id) DO NOTHING;
-$$;
+-- jobbuf.bury_abandoned and jobbuf_fail bound their error texts too (jobbuf.bounded_error);
+-- they are replaced once, in the dead-letters section below, which also makes them carry
+-- the jobs' origin and owner, and jobbuf_fail count consumer failures.
 
 -- The claim itself, for any queue (see "Who claims" above): jobbuf_claim for consumers, and the
 -- worker for group delivery. q is the queue's row (jobbuf.known_queue).
@@ -780,105 +758,6 @@ BEGIN
                 RETURN;
             END IF;
         END LOOP;
-    END LOOP;
-END $$;
-
--- Fails the group's jobs (all, or those in ids) that still carry group_id, in one statement:
---  * attempts + 1 and last_error = error (at most 8,192 characters, see jobbuf.bounded_error);
---  * at max_attempts (default 25) the job moves to jobbuf.dead. Its `errors` holds what is known
---    without a history column on jobbuf.jobs: the previous error (last_error, its attempt number,
---    "at" null: its time was not kept) and the final one with its time: [{at, attempt, error}...];
---  * otherwise the job is released (group_id and lease_until NULL) to run again at
---    now() + backoff, backoff = least(backoff_max, backoff_base * 2^(attempts - 1)) seconds
---    (attempts counting this failure; defaults 1 and 3600), times a jitter factor drawn
---    uniformly from [0.75, 1]: retries of a failed batch spread out, and backoff_max stays
---    a true maximum;
---  * unique_key: a released job re-enters jobs_unique_waiting. If another job with the same
---    (queue, unique_key) is waiting by then (staged after this one was claimed), the waiting job
---    wins and the failed one is dropped: the waiting job does the same work, which is what a
---    unique key promises. Of several failed jobs with one key the one with the highest id stays.
---    A concurrent stager of the key is caught by the index (unique_violation), and the
---    statement is retried, then seeing the new job.
--- Returns how many jobs it handled (released, dead-lettered or dropped).
-CREATE OR REPLACE FUNCTION jobbuf_fail(group_id uuid, error text, ids bigint[] DEFAULT NULL)
-RETURNS integer LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    gid constant uuid := jobbuf.checked_group_id(group_id);
-    message constant text := jobbuf.bounded_error(error);
-    only_ids constant bigint[] := ids;
-    handled integer;
-    retries integer := 0;
-    violated text;
-BEGIN
-    IF message IS NULL THEN
-        RAISE EXCEPTION 'jobbuf: the error of a failed group must not be NULL'
-            USING ERRCODE = 'null_value_not_allowed',
-                  HINT = 'pass a message saying why the jobs failed; it is kept in last_error';
-    END IF;
-    LOOP
-        BEGIN
-            WITH failing AS MATERIALIZED (
-                SELECT j.id, j.queue, j.unique_key, j.attempts + 1 AS attempt,
-                       j.attempts + 1 >= coalesce((q.options->>'max_attempts')::integer, 25) AS dies,
-                       least(coalesce((q.options->>'backoff_max')::float8, 3600),
-                             coalesce((q.options->>'backoff_base')::float8, 1)
-                             * power(2::float8, least(j.attempts, 60))) AS delay
-                FROM jobbuf.jobs j JOIN jobbuf.queues q ON q.name = j.queue
-                WHERE j.group_id = gid AND (only_ids IS NULL OR j.id = ANY (only_ids))
-                FOR UPDATE OF j
-            ), counted AS (
-                -- consumer_failed_total (30_inspection.sql): a row of this call's own, no shared counter
-                INSERT INTO jobbuf.consumer_failures (queue, failed)
-                SELECT f.queue, count(*) FROM failing f GROUP BY f.queue
-            ), buried AS (
-                DELETE FROM jobbuf.jobs j USING failing f
-                WHERE j.id = f.id AND f.dies
-                RETURNING j.id, j.queue, j.payload, j.partition_key, j.unique_key, j.staged_at,
-                          f.attempt, j.last_error AS previous_error
-            ), dead_letters AS (
-                INSERT INTO jobbuf.dead (id, queue, payload, partition_key, unique_key, staged_at,
-                                         attempts, last_error, errors)
-                SELECT b.id, b.queue, b.payload, b.partition_key, b.unique_key, b.staged_at,
-                       b.attempt, message,
-                       CASE WHEN b.previous_error IS NULL THEN '[]'::jsonb
-                            ELSE jsonb_build_array(jsonb_build_object(
-                                'at', NULL, 'attempt', b.attempt - 1, 'error', jobbuf.bounded_error(b.previous_error))) END
-                       || jsonb_build_array(jsonb_build_object(
-                                'at', now(), 'attempt', b.attempt, 'error', message))
-                FROM buried b
-            ), superseded AS MATERIALIZED (
-                SELECT f.id FROM failing f
-                WHERE NOT f.dies AND f.unique_key IS NOT NULL
-                  AND (EXISTS (SELECT 1 FROM jobbuf.jobs w
-                               WHERE w.queue = f.queue AND w.unique_key = f.unique_key
-                                 AND w.group_id IS NULL)
-                       OR EXISTS (SELECT 1 FROM failing o
-                                  WHERE NOT o.dies AND o.queue = f.queue
-                                    AND o.unique_key = f.unique_key AND o.id > f.id))
-            ), dropped AS (
-                DELETE FROM jobbuf.jobs j USING superseded s WHERE j.id = s.id
-                RETURNING j.id
-            ), released AS (
-                UPDATE jobbuf.jobs j
-                SET attempts = f.attempt, last_error = message, group_id = NULL, lease_until = NULL,
-                    run_at = now() + make_interval(secs => f.delay * (0.75 + 0.25 * random()))
-                FROM failing f
-                WHERE j.id = f.id AND NOT f.dies AND f.id NOT IN (SELECT s.id FROM superseded s)
-                RETURNING j.id
-            )
-            SELECT (SELECT count(*) FROM buried) + (SELECT count(*) FROM dropped)
-                   + (SELECT count(*) FROM released)
-            INTO handled;
-            RETURN handled;
-        EXCEPTION WHEN unique_violation THEN
-            GET STACKED DIAGNOSTICS violated = CONSTRAINT_NAME;
-            retries := retries + 1;
-            IF violated IS DISTINCT FROM 'jobs_unique_waiting' OR retries > 5 THEN
-                RAISE;
-            END IF;
-            -- A job with the same unique_key was staged concurrently and has committed; the
-            -- next attempt sees it and drops the failed duplicate.
-        END;
     END LOOP;
 END $$;
 
@@ -1119,6 +998,8 @@ ALTER TABLE jobbuf.dead
     ALTER COLUMN owner SET DEFAULT jobbuf.installation_id(), ALTER COLUMN owner SET NOT NULL;
 
 -- Every move into jobbuf.dead carries them (the worker's, for jobs Redis rejects, is in the library).
+-- Moves to jobbuf.dead the jobs of the queue whose lease expired for the last allowed time
+-- (attempts + 1 >= max_attempts), so that no claim hands them out again. Skips locked rows.
 CREATE OR REPLACE FUNCTION jobbuf.bury_abandoned(q jobbuf.queues)
 RETURNS void LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
     WITH abandoned AS (
@@ -1144,6 +1025,23 @@ RETURNS void LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
     ON CONFLICT (id) DO NOTHING;
 $$;
 
+-- Fails the group's jobs (all, or those in ids) that still carry group_id, in one statement:
+--  * attempts + 1 and last_error = error (at most 8,192 characters, see jobbuf.bounded_error);
+--  * at max_attempts (default 25) the job moves to jobbuf.dead. Its `errors` holds what is known
+--    without a history column on jobbuf.jobs: the previous error (last_error, its attempt number,
+--    "at" null: its time was not kept) and the final one with its time: [{at, attempt, error}...];
+--  * otherwise the job is released (group_id and lease_until NULL) to run again at
+--    now() + backoff, backoff = least(backoff_max, backoff_base * 2^(attempts - 1)) seconds
+--    (attempts counting this failure; defaults 1 and 3600), times a jitter factor drawn
+--    uniformly from [0.75, 1]: retries of a failed batch spread out, and backoff_max stays
+--    a true maximum;
+--  * unique_key: a released job re-enters jobs_unique_waiting. If another job with the same
+--    (queue, unique_key) is waiting by then (staged after this one was claimed), the waiting job
+--    wins and the failed one is dropped: the waiting job does the same work, which is what a
+--    unique key promises. Of several failed jobs with one key the one with the highest id stays.
+--    A concurrent stager of the key is caught by the index (unique_violation), and the
+--    statement is retried, then seeing the new job.
+-- Returns how many jobs it handled (released, dead-lettered or dropped).
 CREATE OR REPLACE FUNCTION jobbuf_fail(group_id uuid, error text, ids bigint[] DEFAULT NULL)
 RETURNS integer LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
