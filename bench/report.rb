@@ -53,6 +53,8 @@ end
   j, p = num(r["stage_#{form}_jobbuf"]), num(r["stage_#{form}_plain"])
   next unless j
   add.(label, j, cmp, p, p / j, "cost plain/jobbuf <= #{limit}", p / j <= limit)
+  k = num(r["stage_#{form}_pk"])
+  add.("  same against a table with only a primary key", j, "INSERT, primary key only", k, k / j, "cost <= 1.05 (fsync on)", k / j <= 1.05) if k
   o = num(r["stage_#{form}_orm"])
   add.("  same via INSERT INTO jobbuf.jobs", o, cmp, p, p / o, "(decomposition, info)", nil) if o
   w = num(r["stage_#{form}_paused"])

@@ -292,11 +292,12 @@ worker_during_staging() {
 }
 
 staging_reset() {
-  jb_sql "TRUNCATE bench.plain_jobs" >/dev/null
+  jb_sql "TRUNCATE bench.plain_jobs, bench.pk_jobs" >/dev/null
   wait_queue_empty bench_stage 60 || fail "the worker did not drain bench_stage"
   jb_redis unlink jobbuf:bench_stage >/dev/null
   settle jobbuf.jobs
   settle bench.plain_jobs
+  settle bench.pk_jobs
 }
 
 phase_staging() {
@@ -307,7 +308,7 @@ phase_staging() {
     jobbuf_script=bench/pgbench/stage_$form.sql
     for r in $(seq 1 "$BENCH_STAGE_ROUNDS"); do
       local sides="plain jobbuf paused paused jobbuf plain"
-      [ $form = one ] && sides="plain jobbuf orm paused paused orm jobbuf plain"
+      [ $form = one ] && sides="plain pk jobbuf orm paused paused orm jobbuf pk plain"
       for side in $sides; do
         staging_reset
         local before ticks0 after
@@ -315,6 +316,7 @@ phase_staging() {
         ticks0=$(cpu_ticks "$WORKER_PID")
         case $side in
           plain) tps=$(pgbench_tps $plain_script) ;;
+          pk) tps=$(pgbench_tps bench/pgbench/insert_one_pk.sql) ;;
           jobbuf) tps=$(pgbench_tps $jobbuf_script) ;;
           orm) tps=$(pgbench_tps bench/pgbench/orm_insert_one.sql) ;;
           paused) worker_enabled off; tps=$(pgbench_tps $jobbuf_script); worker_enabled on ;;

@@ -2,6 +2,8 @@
 --  * bench.staged_jobs: the external enqueuer's source table, a plain table of the same shape as
 --    jobbuf.jobs (columns, bigserial PK, the same two partial indexes), with no trigger.
 --  * bench.plain_jobs: the same again, the target of the plain-INSERT side of the staging cost.
+--  * bench.pk_jobs: a table with only a primary key (id, queue, payload, created_at), an
+--    application's own outbox table: the other comparison of the single-job staging cost.
 --  * bench.payload(n): the ~100-byte job used everywhere (a Sidekiq-shaped object, so the same
 --    payload is valid for list and sidekiq queues).
 --  * bench.sql_ceiling(...): the SQL-only drain ceiling, the worker's SQL-path batch statement
@@ -25,6 +27,13 @@ ALTER TABLE bench.staged_jobs ALTER COLUMN id SET DEFAULT nextval('bench.staged_
 CREATE TABLE bench.plain_jobs (LIKE jobbuf.jobs INCLUDING DEFAULTS INCLUDING INDEXES);
 CREATE SEQUENCE bench.plain_jobs_id_seq OWNED BY bench.plain_jobs.id;
 ALTER TABLE bench.plain_jobs ALTER COLUMN id SET DEFAULT nextval('bench.plain_jobs_id_seq');
+
+CREATE TABLE bench.pk_jobs (
+    id         bigserial PRIMARY KEY,
+    queue      text NOT NULL,
+    payload    jsonb NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
 
 -- Drains queue q of jobbuf.jobs with the worker's SQL-path statement (src/worker/drain_batch.cpp: the same
 -- WHERE with the cursor, ORDER BY, LIMIT, FOR UPDATE SKIP LOCKED, DELETE ... RETURNING and

@@ -13,6 +13,7 @@ extern "C" {
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/heap.h"
 #include "catalog/namespace.h"
@@ -23,6 +24,7 @@ extern "C" {
 #include "nodes/makefuncs.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
+#include "storage/procarray.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -33,10 +35,15 @@ extern "C" {
 namespace {
 
 constexpr long kCheckEveryMs = 200;
-// Due when the heap has reached 8 MB and its live rows fill at most a quarter of it: under a
+// Due when the heap has reached 8 MB and its live rows fill at most half of it: under a
 // working vacuum the table stays below that, so rotation only acts when vacuum cannot reclaim.
+// While the xmin horizon is held back (a long transaction, pg_dump), due from 1 MB already:
+// every scan that walks the index entries of delivered jobs (a full pass, the census) must
+// visit the heap for each one, since none can be marked dead; 8 MB of them cost 10-17 ms per
+// walk at 2,000 jobs/s, 1 MB about an eighth of that.
 constexpr BlockNumber kRotateAtBlocks = (8 * 1024 * 1024) / BLCKSZ;
-constexpr uint64 kLiveShare = 4;
+constexpr BlockNumber kRotateHeldAtBlocks = (1024 * 1024) / BLCKSZ;
+constexpr uint64 kLiveShare = 2;
 // Producers wait for the rotation once it holds the lock: it moves at most this much.
 constexpr uint64 kMaxLiveRows = 10000;
 constexpr uint64 kMaxLiveBytes = 32 * 1024 * 1024;
@@ -46,28 +53,44 @@ constexpr long kLockSpinUs = 20000;
 constexpr long kLockPollUs = 200;
 constexpr long kRetryMinMs = 100;
 constexpr long kRetryMaxMs = 2000;
+// A heap of 8 MB or more with too many live rows (a backlog) is looked at again after 5 s; a
+// smaller one (rotation due because the horizon is held) at the normal pace, since the live rows
+// of a burst are delivered within moments and counting them costs little.
 constexpr long kTooLiveRetryMs = 5000;
 
 // The tables the worker rotates, each checked on its own schedule.
 struct RotatedTable {
     const char* name;
     BlockNumber rotate_at_blocks;       // the heap size from which rotation is due
+    BlockNumber held_at_blocks;         // ... while the xmin horizon is held back
     bool (*is_pristine)(Relation rel);  // as the extension made it: a TRUNCATE changes nothing else
     TimestampTz next_check;
     long lock_retry_ms;
+    // The next transaction id as of the previous check: when the xmin horizon has not passed it
+    // since, a transaction or snapshot older than that check still runs, and rows deleted
+    // meanwhile cannot be vacuumed.
+    TransactionId next_xid_at_last_check;
+    BlockNumber last_blocks;  // the heap's size at the last check
 };
 
 bool stats_table_is_pristine(Relation rel);
 
 RotatedTable rotated_tables[] = {
-    {"jobs", kRotateAtBlocks, jobs_table_is_pristine, 0, kRetryMinMs},
-    // The worker updates a queue's counters row in every batch: under a held snapshot each batch
-    // leaves a version that the next batch's UPDATE walks past (1 ms per batch after 15,000
-    // batches). 16 pages hold about 2,000 versions.
-    {"queue_stats", 16, stats_table_is_pristine, 0, kRetryMinMs},
+    {"jobs", kRotateAtBlocks, kRotateHeldAtBlocks, jobs_table_is_pristine, 0, kRetryMinMs, InvalidTransactionId, 0},
+    // The worker updates a queue's counters row in every batch (by its address, not walking its
+    // versions: delivery_stats.cpp): under a held snapshot each batch leaves a version nobody
+    // can remove, which readers of the table walk past. 128 pages hold about 5,000 versions.
+    {"queue_stats", 128, 128, stats_table_is_pristine, 0, kRetryMinMs, InvalidTransactionId, 0},
 };
 
 enum class Outcome { NotDue, Rotated, LockBusy, TooLive };
+
+bool horizon_held_back(const RotatedTable& table, Relation rel)
+{
+    TransactionId horizon = GetOldestNonRemovableTransactionId(rel);
+    return TransactionIdIsNormal(table.next_xid_at_last_check) &&
+           TransactionIdPrecedes(horizon, table.next_xid_at_last_check);
+}
 
 // jobbuf.queue_stats as created: a plain table whose only triggers are its foreign key's, with no
 // rules, no row security and nothing referencing it.
@@ -164,7 +187,7 @@ void put_back(Oid relid, const LiveRows& rows)
 
 // One attempt, inside the worker transaction begun by the caller. The table is looked at under
 // ACCESS SHARE, taken without waiting; TooLive and LockBusy leave the table as it was.
-Outcome try_rotation(const RotatedTable& table)
+Outcome try_rotation(RotatedTable& table)
 {
     Oid schema = get_namespace_oid("jobbuf", true);
     Oid relid = OidIsValid(schema) ? get_relname_relid(table.name, schema) : InvalidOid;
@@ -173,8 +196,10 @@ Outcome try_rotation(const RotatedTable& table)
     Relation rel = table_open(relid, NoLock);
     // Only the table as the extension made it: an owner's trigger, rule or foreign key pointing at
     // it would see a TRUNCATE, or refuse it.
-    if (rel->rd_rel->relam != HEAP_TABLE_AM_OID || !table.is_pristine(rel) ||
-        RelationGetNumberOfBlocks(rel) < table.rotate_at_blocks) {
+    BlockNumber blocks = RelationGetNumberOfBlocks(rel);
+    table.last_blocks = blocks;
+    if (rel->rd_rel->relam != HEAP_TABLE_AM_OID || !table.is_pristine(rel) || blocks < table.held_at_blocks ||
+        (blocks < table.rotate_at_blocks && !horizon_held_back(table, rel))) {
         table_close(rel, NoLock);
         return Outcome::NotDue;
     }
@@ -215,6 +240,7 @@ void rotate_storage_if_due(void)
         if (GetCurrentTimestamp() < table.next_check)
             continue;
         begin_worker_transaction("jobbuf: storage rotation");
+        TransactionId next_xid = ReadNextTransactionId();
         Outcome outcome = try_rotation(table);
         commit_worker_transaction();  // unless it rotated, nothing was written: this releases the locks
         long wait_ms = kCheckEveryMs;
@@ -224,7 +250,7 @@ void rotate_storage_if_due(void)
                 table.lock_retry_ms = Min(table.lock_retry_ms * 2, kRetryMaxMs);
                 break;
             case Outcome::TooLive:
-                wait_ms = kTooLiveRetryMs;
+                wait_ms = table.last_blocks >= table.rotate_at_blocks ? kTooLiveRetryMs : kCheckEveryMs;
                 break;
             case Outcome::Rotated:
             case Outcome::NotDue:
@@ -232,5 +258,6 @@ void rotate_storage_if_due(void)
                 break;
         }
         table.next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
+        table.next_xid_at_last_check = next_xid;
     }
 }
