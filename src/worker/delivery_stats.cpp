@@ -23,9 +23,10 @@ SPIPlanPtr by_queue_plan = nullptr;
 // horizon, every batch's UPDATE leaves a row version nobody can remove, and an UPDATE that
 // finds its row by key walks every one of them (through the primary key's entries and the
 // versions' chains): 1 ms a batch after 15,000 batches. The version this worker wrote last is
-// the live one unless someone else wrote the row since (the census, a rotation, a queue
-// dropped and made again): the UPDATE by row address finds nothing then, and the one by key
-// runs.
+// the live one unless the row was written since (the census, a rotation, a queue dropped and
+// made again) or that write rolled back: the address then holds an invisible version, another
+// queue's row (hence "AND queue = $1") or nothing, the UPDATE by address changes no row, and the
+// one by key runs.
 struct CountersRow {
     char queue[NAMEDATALEN];  // hash key
     ItemPointerData ctid;
