@@ -61,39 +61,39 @@ void note_queues_changed(void)
 // bits to staged_queues, under woken_mutex: the worker takes bits, names and overflow together
 // (take_staged_work), so it never sees an overflow without the bits it stands for. Returns the
 // bits staged_queues held before.
-static uint64 name_woken_queues(JobbufSharedState* state)
+static uint64 name_woken_queues(DrainSlot* slot)
 {
-    SpinLockAcquire(&state->woken_mutex);
+    SpinLockAcquire(&slot->woken_mutex);
     if (staged_hash_count > kLocalQueues) {
-        state->woken_overflow = true;
+        slot->woken_overflow = true;
     } else {
-        for (int i = 0; i < staged_hash_count && !state->woken_overflow; i++) {
+        for (int i = 0; i < staged_hash_count && !slot->woken_overflow; i++) {
             int k = 0;
-            while (k < state->woken_count && state->woken[k] != staged_hashes[i])
+            while (k < slot->woken_count && slot->woken[k] != staged_hashes[i])
                 k++;
             if (k == kWokenQueues) {
-                state->woken_overflow = true;
+                slot->woken_overflow = true;
                 break;
             }
-            if (k == state->woken_count) {
-                state->woken[k] = staged_hashes[i];
-                state->woken_lowest_id[k] = lowest_staged_id;
-                state->woken_count++;
+            if (k == slot->woken_count) {
+                slot->woken[k] = staged_hashes[i];
+                slot->woken_lowest_id[k] = lowest_staged_id;
+                slot->woken_count++;
             } else {
-                state->woken_lowest_id[k] = Min(state->woken_lowest_id[k], lowest_staged_id);
+                slot->woken_lowest_id[k] = Min(slot->woken_lowest_id[k], lowest_staged_id);
             }
         }
     }
-    uint64 before = pg_atomic_fetch_or_u64(&state->staged_queues, staged_queue_bits);
-    SpinLockRelease(&state->woken_mutex);
+    uint64 before = pg_atomic_fetch_or_u64(&slot->staged_queues, staged_queue_bits);
+    SpinLockRelease(&slot->woken_mutex);
     return before;
 }
 
 // The slot of this database's drain worker, remembered between commits (checked each time: the
 // launcher may have given it to another database since).
-static JobbufSharedState* my_database_slot(void)
+static DrainSlot* my_database_slot(void)
 {
-    static JobbufSharedState* remembered = nullptr;
+    static DrainSlot* remembered = nullptr;
     if (remembered == nullptr || remembered->database != MyDatabaseId || !remembered->in_use)
         remembered = drain_slot_of_database(MyDatabaseId);
     return remembered;
@@ -101,27 +101,27 @@ static JobbufSharedState* my_database_slot(void)
 
 static void wake_worker(void)
 {
-    JobbufSharedState* state = my_database_slot();
-    if (state == nullptr)
+    DrainSlot* slot = my_database_slot();
+    if (slot == nullptr)
         return;
     if (queues_changed)
-        pg_atomic_fetch_add_u32(&state->queues_generation, 1);
+        pg_atomic_fetch_add_u32(&slot->queues_generation, 1);
     // The lowest id, then the queues' names and bits: a worker that takes the names or bits has
     // the id too (it takes them in the other order, see take_staged_work).
     if (lowest_staged_id != PG_INT64_MAX) {
         uint64 id = static_cast<uint64>(lowest_staged_id);
-        uint64 seen = pg_atomic_read_u64(&state->lowest_staged_id);
-        while (id < seen && !pg_atomic_compare_exchange_u64(&state->lowest_staged_id, &seen, id)) {
+        uint64 seen = pg_atomic_read_u64(&slot->lowest_staged_id);
+        while (id < seen && !pg_atomic_compare_exchange_u64(&slot->lowest_staged_id, &seen, id)) {
         }
     }
     // The exact queues and their bits, together.
-    uint64 bits_before = name_woken_queues(state);
-    // One SetLatch per batch of commits: the worker empties staged_queues when it starts a round,
+    uint64 bits_before = name_woken_queues(slot);
+    // One SetLatch per burst of commits: the worker empties staged_queues when it starts a pass,
     // so only the first commit after that finds it empty and sets the latch. While the worker is
-    // busy or disabled the set stays non-empty and committers send no signal. A change of
-    // jobbuf.queues (rare: administration, ALTER EXTENSION UPDATE) always signals.
+    // busy or disabled the set stays non-empty and committers send no wake-up. A change of
+    // jobbuf.queues (rare: administration, ALTER EXTENSION UPDATE) always wakes the worker.
     if (bits_before == 0 || queues_changed) {
-        Latch* latch = state->worker_latch;
+        Latch* latch = slot->worker_latch;
         if (latch != nullptr)
             SetLatch(latch);
     }
@@ -142,20 +142,20 @@ StagedWork take_staged_work(void)
     work.lowest_id = PG_INT64_MAX;
     work.exact = false;
     work.count = 0;
-    if (jobbuf_shared == nullptr)
+    if (my_drain_slot == nullptr)
         return work;
     // Bits and names (or overflow) together, under woken_mutex, as committers publish them; the
     // id after them: committers publish it first, so the queues a commit named come with its id.
-    SpinLockAcquire(&jobbuf_shared->woken_mutex);
-    work.queue_bits = pg_atomic_exchange_u64(&jobbuf_shared->staged_queues, 0);
-    work.exact = !jobbuf_shared->woken_overflow;
-    work.count = jobbuf_shared->woken_count;
-    memcpy(work.hashes, jobbuf_shared->woken, sizeof(uint64) * work.count);
-    memcpy(work.lowest_ids, jobbuf_shared->woken_lowest_id, sizeof(int64) * work.count);
-    jobbuf_shared->woken_count = 0;
-    jobbuf_shared->woken_overflow = false;
-    SpinLockRelease(&jobbuf_shared->woken_mutex);
-    uint64 id = pg_atomic_exchange_u64(&jobbuf_shared->lowest_staged_id, PG_UINT64_MAX);
+    SpinLockAcquire(&my_drain_slot->woken_mutex);
+    work.queue_bits = pg_atomic_exchange_u64(&my_drain_slot->staged_queues, 0);
+    work.exact = !my_drain_slot->woken_overflow;
+    work.count = my_drain_slot->woken_count;
+    memcpy(work.hashes, my_drain_slot->woken, sizeof(uint64) * work.count);
+    memcpy(work.lowest_ids, my_drain_slot->woken_lowest_id, sizeof(int64) * work.count);
+    my_drain_slot->woken_count = 0;
+    my_drain_slot->woken_overflow = false;
+    SpinLockRelease(&my_drain_slot->woken_mutex);
+    uint64 id = pg_atomic_exchange_u64(&my_drain_slot->lowest_staged_id, PG_UINT64_MAX);
     if (id != PG_UINT64_MAX)
         work.lowest_id = static_cast<int64>(id);
     return work;
@@ -172,7 +172,7 @@ static void on_transaction_event(XactEvent event, void* arg)
             break;
         case XACT_EVENT_ABORT:
         case XACT_EVENT_PARALLEL_ABORT:
-        case XACT_EVENT_PREPARE:  // COMMIT PREPARED runs elsewhere: the worker's full rounds cover it
+        case XACT_EVENT_PREPARE:  // COMMIT PREPARED runs elsewhere: the worker's head passes cover it
             forget_transaction();
             break;
         default:

@@ -61,7 +61,7 @@ bool drop_would_be_allowed(const char* dbname, ProcessUtilityContext context)
 }
 
 // Returns the pause it set, for withdraw_request.
-TimestampTz ask_worker_to_leave(JobbufSharedState* s)
+TimestampTz ask_worker_to_leave(DrainSlot* s)
 {
     TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), kKeepAwayMs);
     s->pause_until = until;
@@ -98,7 +98,7 @@ void wait_for_worker_to_leave(pid_t pid)
 }
 
 // The drop failed: the worker may come back now (unless another drop asked for a later pause).
-void withdraw_request(JobbufSharedState* s, TimestampTz until)
+void withdraw_request(DrainSlot* s, TimestampTz until)
 {
     if (s->pause_until == until)
         s->pause_until = 0;
@@ -106,7 +106,7 @@ void withdraw_request(JobbufSharedState* s, TimestampTz until)
 
 bool drain_worker_must_leave(void)
 {
-    return jobbuf_shared != nullptr && jobbuf_shared->pause_until > GetCurrentTimestamp();
+    return my_drain_slot != nullptr && my_drain_slot->pause_until > GetCurrentTimestamp();
 }
 
 void note_departure_for_drop(void)

@@ -10,7 +10,7 @@ extern "C" {
 #include "tcop/utility.h"
 }
 
-struct JobbufSharedState;
+struct DrainSlot;
 
 // Whether dropdb() will get past its checks of the caller and the database, as far as they can
 // be known before it runs: only then is the database's worker asked to leave.
@@ -18,7 +18,7 @@ bool drop_would_be_allowed(const char* dbname, ProcessUtilityContext context);
 
 // Asks the worker of slot s to leave and the launcher to keep it away for a while; returns the
 // pause it set, for withdraw_request.
-TimestampTz ask_worker_to_leave(JobbufSharedState* s);
+TimestampTz ask_worker_to_leave(DrainSlot* s);
 
 // DROP DATABASE ... WITH (FORCE): it first waits (a few seconds at most) for the worker it asked
 // to leave to be gone (wait_for_worker_to_leave), since FORCE may not terminate it.
@@ -26,7 +26,7 @@ bool drop_is_forced(const DropdbStmt* stmt);
 void wait_for_worker_to_leave(pid_t pid);
 
 // The drop failed: the worker may come back now (unless another drop asked for a later pause).
-void withdraw_request(JobbufSharedState* s, TimestampTz until);
+void withdraw_request(DrainSlot* s, TimestampTz until);
 
 // True when the drain worker must leave its database now (a DROP DATABASE is waiting for it).
 bool drain_worker_must_leave(void);

@@ -3,14 +3,14 @@
 
 #include "kept_plan.h"
 
-SPIPlanPtr kept_plan(SPIPlanPtr* slot, const char* sql, int nargs, Oid* types)
+SPIPlanPtr kept_plan(SPIPlanPtr* kept, const char* sql, int nargs, Oid* types)
 {
-    if (*slot == nullptr) {
+    if (*kept == nullptr) {
         SPIPlanPtr plan = SPI_prepare(sql, nargs, types);
         if (plan == nullptr)
             elog(ERROR, "jobbuf: could not prepare a statement: %s", SPI_result_code_string(SPI_result));
         SPI_keepplan(plan);
-        *slot = plan;
+        *kept = plan;
     }
-    return *slot;
+    return *kept;
 }

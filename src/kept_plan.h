@@ -7,6 +7,6 @@ extern "C" {
 #include "executor/spi.h"
 }
 
-// The plan in *slot, prepared from sql the first time (an ERROR names the statement's purpose if
+// The plan in *kept, prepared from sql the first time (an ERROR names the statement's purpose if
 // it cannot be). Must run inside SPI_connect.
-SPIPlanPtr kept_plan(SPIPlanPtr* slot, const char* sql, int nargs, Oid* types);
+SPIPlanPtr kept_plan(SPIPlanPtr* kept, const char* sql, int nargs, Oid* types);

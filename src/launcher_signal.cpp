@@ -1,4 +1,4 @@
-// Postgres regime: the launcher's wake-up (see launcher_signal.h). The transaction callback only
+// Postgres regime: the launcher signal (see launcher_signal.h). The transaction callback only
 // takes a spinlock, writes a few words and sets a latch: it runs after the commit and cannot fail.
 #include "pg_includes.h"
 
@@ -84,7 +84,7 @@ void note_database_statement(Node* statement, bool jobbuf_existed)
     switch (nodeTag(statement)) {
         case T_CreateExtensionStmt:
             // Only a CREATE EXTENSION that created it: "IF NOT EXISTS" on an installed jobbuf needs no
-            // privilege at all, and must not let any role wake the launcher.
+            // privilege at all, and must not let any role signal the launcher.
             extension_created = extension_created || (creates_jobbuf(statement) && !jobbuf_existed &&
                                                       OidIsValid(get_extension_oid("jobbuf", true)));
             break;

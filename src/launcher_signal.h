@@ -10,8 +10,8 @@ bool creates_jobbuf(Node* statement);
 
 // From the ProcessUtility hook, after a statement ran: remembers for the commit whether it was
 // one the launcher must hear of. jobbuf_existed: the extension was installed before the statement
-// ran (a CREATE EXTENSION then created nothing). (DROP EXTENSION jobbuf wakes the database's own
-// worker instead.)
+// ran (a CREATE EXTENSION then created nothing). (DROP EXTENSION jobbuf gives the database's own
+// worker a commit wake-up instead.)
 void note_database_statement(Node* statement, bool jobbuf_existed);
 
 // Registers the transaction callback that announces them; once per process, from _PG_init.

@@ -23,7 +23,7 @@ void note_server_url_check(GucSource source, const char* reason);
 // The drain worker, after each reload: forgets what a valid value has since replaced.
 void forget_fixed_refusals(void);
 
-// The drain worker, once its session is set up: notes each jobbuf.redis_* entry of
+// The drain worker, once its worker session is pinned: notes each jobbuf.redis_* entry of
 // pg_db_role_setting for its database ("name=value" lines) that is not in force.
 void note_refused_database_settings(const char* entries);
 

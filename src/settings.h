@@ -33,7 +33,8 @@ bool read_redis_password(char* buf, size_t len, char* error, size_t error_len);
 // The same for jobbuf.redis_sentinel_password_file.
 bool read_sentinel_password(char* buf, size_t len, char* error, size_t error_len);
 
-// The jobbuf.redis_* settings for the worker's Redis session, with the passwords the caller read
-// (empty: none); every pointer stays valid until the next configuration reload.
+// The jobbuf.redis_* settings for the worker's drain session (its session with Redis), with the
+// passwords the caller read (empty: none); every pointer stays valid until the next configuration
+// reload.
 jobbuf::redis::SessionSettings redis_session_settings(const char* password, const char* sentinel_password,
                                                       const char* client_name);

@@ -11,7 +11,7 @@ extern "C" {
 }
 
 JobbufLauncherState* jobbuf_cluster = nullptr;
-JobbufSharedState* jobbuf_shared = nullptr;
+DrainSlot* my_drain_slot = nullptr;
 
 static shmem_request_hook_type previous_shmem_request_hook = nullptr;
 static shmem_startup_hook_type previous_shmem_startup_hook = nullptr;
@@ -19,7 +19,7 @@ static shmem_startup_hook_type previous_shmem_startup_hook = nullptr;
 static Size shared_state_size(void)
 {
     return add_size(offsetof(JobbufLauncherState, slots),
-                    mul_size(static_cast<Size>(jobbuf_max_workers) + 1, sizeof(JobbufSharedState)));
+                    mul_size(static_cast<Size>(jobbuf_max_workers) + 1, sizeof(DrainSlot)));
 }
 
 static void request_shared_state(void)
@@ -30,7 +30,7 @@ static void request_shared_state(void)
 }
 
 // Everything but the mutex (which jobbuf_worker_status may hold while the launcher reuses a slot).
-static void reset_slot(JobbufSharedState* slot)
+static void reset_slot(DrainSlot* slot)
 {
     slot->in_use = false;
     slot->waits_for_extension = false;
@@ -58,7 +58,7 @@ static void reset_slot(JobbufSharedState* slot)
     pg_atomic_init_u64(&slot->delivered, 0);
 }
 
-static void init_slot(JobbufSharedState* slot)
+static void init_slot(DrainSlot* slot)
 {
     memset(slot, 0, sizeof(*slot));
     SpinLockInit(&slot->mutex);
@@ -94,19 +94,19 @@ void jobbuf_shared_state_install_hooks(void)
     shmem_startup_hook = attach_shared_state;
 }
 
-JobbufSharedState* drain_slot_of_database(Oid database)
+DrainSlot* drain_slot_of_database(Oid database)
 {
     if (jobbuf_cluster == nullptr)
         return nullptr;
     for (int i = 0; i < jobbuf_cluster->drain_slots; i++) {
-        JobbufSharedState* slot = &jobbuf_cluster->slots[i];
+        DrainSlot* slot = &jobbuf_cluster->slots[i];
         if (slot->database == database && slot->in_use)
             return slot;
     }
     return nullptr;
 }
 
-void drain_slot_assign(JobbufSharedState* slot, Oid database, const char* name, bool waits_for_extension)
+void drain_slot_assign(DrainSlot* slot, Oid database, const char* name, bool waits_for_extension)
 {
     reset_slot(slot);
     strlcpy(slot->database_name, name, NAMEDATALEN);
@@ -116,7 +116,7 @@ void drain_slot_assign(JobbufSharedState* slot, Oid database, const char* name, 
     slot->in_use = true;
 }
 
-void drain_slot_release(JobbufSharedState* slot)
+void drain_slot_release(DrainSlot* slot)
 {
     slot->in_use = false;
     pg_write_barrier();
@@ -125,40 +125,40 @@ void drain_slot_release(JobbufSharedState* slot)
 
 void shared_state_set_error(const char* message)
 {
-    if (!jobbuf_shared)
+    if (!my_drain_slot)
         return;
     TimestampTz now = GetCurrentTimestamp();
-    SpinLockAcquire(&jobbuf_shared->mutex);
-    strlcpy(jobbuf_shared->last_error, message, kStatusErrorLen);
-    jobbuf_shared->last_error_at = now;
-    SpinLockRelease(&jobbuf_shared->mutex);
+    SpinLockAcquire(&my_drain_slot->mutex);
+    strlcpy(my_drain_slot->last_error, message, kStatusErrorLen);
+    my_drain_slot->last_error_at = now;
+    SpinLockRelease(&my_drain_slot->mutex);
 }
 
 void shared_state_show_error(const char* message)
 {
-    if (!jobbuf_shared)
+    if (!my_drain_slot)
         return;
-    SpinLockAcquire(&jobbuf_shared->mutex);
-    strlcpy(jobbuf_shared->last_error, message, kStatusErrorLen);
-    SpinLockRelease(&jobbuf_shared->mutex);
+    SpinLockAcquire(&my_drain_slot->mutex);
+    strlcpy(my_drain_slot->last_error, message, kStatusErrorLen);
+    SpinLockRelease(&my_drain_slot->mutex);
 }
 
 void shared_state_set_redis_connected(bool connected)
 {
-    if (!jobbuf_shared)
+    if (!my_drain_slot)
         return;
-    SpinLockAcquire(&jobbuf_shared->mutex);
-    jobbuf_shared->redis_connected = connected;
-    SpinLockRelease(&jobbuf_shared->mutex);
+    SpinLockAcquire(&my_drain_slot->mutex);
+    my_drain_slot->redis_connected = connected;
+    SpinLockRelease(&my_drain_slot->mutex);
 }
 
 void shared_state_note_exit(WorkerExit reason)
 {
-    if (jobbuf_shared)
-        pg_atomic_write_u32(&jobbuf_shared->exit_reason, static_cast<uint32>(reason));
+    if (my_drain_slot)
+        pg_atomic_write_u32(&my_drain_slot->exit_reason, static_cast<uint32>(reason));
 }
 
 const char* drain_database_name(void)
 {
-    return jobbuf_shared ? jobbuf_shared->database_name : "";
+    return my_drain_slot ? my_drain_slot->database_name : "";
 }

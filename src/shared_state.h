@@ -26,8 +26,8 @@ enum class WorkerExit : uint32 {
     SettingsChanged,  // ALTER DATABASE ... SET jobbuf.redis_* and a reload: restart now
 };
 
-// One drain worker's slot (named JobbufSharedState since 1.0, when there was one).
-struct JobbufSharedState {
+// One drain worker's slot.
+struct DrainSlot {
     // Assignment, written by the launcher while no worker runs in the slot.
     bool in_use;
     bool waits_for_extension;  // a database named in jobbuf.database: wait for CREATE EXTENSION
@@ -38,9 +38,9 @@ struct JobbufSharedState {
     // that does not get there in time (waiting in InitPostgres behind a lock) and frees its slot.
     pg_atomic_uint32 connected;
 
-    // Wake-up path (commit_wakeup.cpp): committers OR the wake bits of the queues they staged
+    // Commit wake-up (commit_wakeup.cpp): committers OR the wake bits of the queues they staged
     // into and set the worker's latch (if published) when the set was empty; the worker takes
-    // the set at the start of each drain round. All bits set: look at every queue.
+    // the set at the start of each pass. All bits set: look at every queue.
     pg_atomic_uint64 staged_queues;
     // The exact queues behind those bits: committers add their queues' wake hashes here (under
     // woken_mutex) before they OR the bits; more than fit sets woken_overflow, and the worker
@@ -91,13 +91,13 @@ struct JobbufLauncherState {
     Oid left_out[kLeftOutShown];
     char left_out_names[kLeftOutShown][NAMEDATALEN];
     int drain_slots;  // jobbuf.max_workers; slots[drain_slots] is the probe's
-    JobbufSharedState slots[FLEXIBLE_ARRAY_MEMBER];
+    DrainSlot slots[FLEXIBLE_ARRAY_MEMBER];
 };
 
 // NULL unless jobbuf is in shared_preload_libraries.
 extern JobbufLauncherState* jobbuf_cluster;
 // In a drain worker: its own slot; NULL in every other process.
-extern JobbufSharedState* jobbuf_shared;
+extern DrainSlot* my_drain_slot;
 
 void jobbuf_shared_state_install_hooks(void);
 
@@ -108,11 +108,11 @@ inline int probe_slot_index(void)
 
 // The slot of the drain worker assigned to database, or NULL (not preloaded, or none). Reads
 // without a lock: a slot reassigned meanwhile costs a needless wake-up at most.
-JobbufSharedState* drain_slot_of_database(Oid database);
+DrainSlot* drain_slot_of_database(Oid database);
 
 // Launcher side: (re)initializes a free slot for database; frees it.
-void drain_slot_assign(JobbufSharedState* slot, Oid database, const char* name, bool waits_for_extension);
-void drain_slot_release(JobbufSharedState* slot);
+void drain_slot_assign(DrainSlot* slot, Oid database, const char* name, bool waits_for_extension);
+void drain_slot_release(DrainSlot* slot);
 
 // Status updates from the drain worker.
 void shared_state_set_error(const char* message);

@@ -35,7 +35,7 @@ void jobbuf_process_utility(PlannedStmt* pstmt, const char* query_string, bool r
     Node* statement = pstmt->utilityStmt;
     const bool jobbuf_existed = creates_jobbuf(statement) && OidIsValid(get_extension_oid("jobbuf", true));
     const char* dbname = IsA(statement, DropdbStmt) ? castNode(DropdbStmt, statement)->dbname : nullptr;
-    JobbufSharedState* slot = dbname != nullptr ? drain_slot_of_database(get_database_oid(dbname, true)) : nullptr;
+    DrainSlot* slot = dbname != nullptr ? drain_slot_of_database(get_database_oid(dbname, true)) : nullptr;
     if (slot == nullptr || !drop_would_be_allowed(dbname, context)) {
         DroppedJobs* dropped = jobs_before_drop(statement);
         run_utility(pstmt, query_string, read_only_tree, context, params, query_env, dest, qc);

@@ -1,5 +1,5 @@
 // RedisConnection: the Redis protocol over a ByteStream (net/byte_stream.h: a plain socket, or
-// TLS): AUTH and SELECT on connect, then batches written while their replies are read, every
+// TLS): AUTH and SELECT on connect, then pipelines written while their replies are read, every
 // wait delegated to an IoWaiter under an IoDeadline, and hiredis's redisReader used only to
 // parse replies. Pure C++ regime: every entry point is noexcept and reports a RedisStatus.
 #include "redis/regime.h"
@@ -95,17 +95,17 @@ RedisStatus explain_closed_connection(ByteStream& stream, redisReader* reader, s
     return failure;
 }
 
-// Writes every piece of the batch and reads `count` replies, reading while it writes so that
+// Writes every piece of the pipeline and reads `count` replies, reading while it writes so that
 // neither side can block the other on a full socket buffer. Every wait is bounded by dl, which
 // hears of each byte moved; it waits for what the blocked operations asked for (a TLS write may
 // need to read first).
-RedisStatus round_trip(ByteStream& stream, redisReader* reader, const CommandBatch& batch, std::size_t count,
+RedisStatus round_trip(ByteStream& stream, redisReader* reader, const CommandPipeline& pipeline, std::size_t count,
                        std::vector<RedisReply>* replies, IoDeadline& dl, IoWaiter& waiter,
-                       const CommandBatch* then = nullptr)
+                       const CommandPipeline* then = nullptr)
 {
     replies->clear();
     replies->reserve(count);
-    std::vector<std::string_view> pieces = batch.pieces();
+    std::vector<std::string_view> pieces = pipeline.pieces();
     if (then != nullptr) {
         std::vector<std::string_view> more = then->pieces();
         pieces.insert(pieces.end(), more.begin(), more.end());
@@ -234,7 +234,7 @@ RedisStatus RedisConnection::connect(const RedisEndpoint& endpoint, long timeout
         char db[16];
         auto res = std::to_chars(db, db + sizeof db, endpoint.db);
         std::string_view db_text(db, static_cast<std::size_t>(res.ptr - db));
-        CommandBatch hello;
+        CommandPipeline hello;
         if (auth && endpoint.user.empty())
             hello.add({"AUTH", endpoint.password});
         if (auth && !endpoint.user.empty())
@@ -265,16 +265,16 @@ RedisStatus RedisConnection::connect(const RedisEndpoint& endpoint, long timeout
     }
 }
 
-RedisStatus RedisConnection::execute(const CommandBatch& batch, std::vector<RedisReply>* replies, long timeout_ms,
-                                     IoWaiter& waiter, const CommandBatch* then) noexcept
+RedisStatus RedisConnection::execute(const CommandPipeline& pipeline, std::vector<RedisReply>* replies, long timeout_ms,
+                                     IoWaiter& waiter, const CommandPipeline* then) noexcept
 {
     try {
         if (!stream_)
             return io_failure(Code::IoError, "not connected to Redis");
         std::vector<RedisReply> scratch;
         IoDeadline dl(timeout_ms, IoDeadline::Kind::NoProgress);
-        std::size_t count = batch.command_count() + (then != nullptr ? then->command_count() : 0);
-        RedisStatus st = round_trip(*stream_, static_cast<redisReader*>(reader_), batch, count,
+        std::size_t count = pipeline.command_count() + (then != nullptr ? then->command_count() : 0);
+        RedisStatus st = round_trip(*stream_, static_cast<redisReader*>(reader_), pipeline, count,
                                     replies != nullptr ? replies : &scratch, dl, waiter, then);
         if (!st.ok())
             close();

@@ -4,7 +4,7 @@
 #include <memory>
 #include <vector>
 
-#include "redis/command_batch.h"
+#include "redis/command_pipeline.h"
 #include "redis/endpoint.h"
 #include "redis/io_waiter.h"
 #include "redis/net/byte_stream.h"
@@ -23,14 +23,14 @@ public:
     // asks for them. timeout_ms bounds the whole call. Closes any previous connection first.
     RedisStatus connect(const RedisEndpoint& endpoint, long timeout_ms, IoWaiter& waiter) noexcept;
 
-    // Writes every command of the batch and reads exactly one reply per command, in order.
+    // Writes every command of the pipeline and reads exactly one reply per command, in order.
     // timeout_ms bounds each wait for progress: the call times out only after timeout_ms in
-    // which no byte was written or read, so a large batch that keeps moving always completes.
+    // which no byte was written or read, so a large pipeline that keeps moving always completes.
     // Any non-Ok status closes the connection (the stream position is unknown after a partial
     // exchange).
-    // `then`, when given, is sent right after batch in the same round trip (its replies follow).
-    RedisStatus execute(const CommandBatch& batch, std::vector<RedisReply>* replies, long timeout_ms, IoWaiter& waiter,
-                        const CommandBatch* then = nullptr) noexcept;
+    // `then`, when given, is sent right after pipeline in the same round trip (its replies follow).
+    RedisStatus execute(const CommandPipeline& pipeline, std::vector<RedisReply>* replies, long timeout_ms,
+                        IoWaiter& waiter, const CommandPipeline* then = nullptr) noexcept;
 
     bool connected() const { return stream_ != nullptr; }
     void close() noexcept;

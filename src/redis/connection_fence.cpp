@@ -39,12 +39,12 @@ std::vector<long long> stale_client_ids(const std::string& client_list, const st
 RedisStatus fence_previous_connections(RedisConnection& connection, const std::string& name, long timeout_ms,
                                        IoWaiter& waiter, std::string* warning)
 {
-    CommandBatch batch;
-    batch.add({"CLIENT", "SETNAME", name});
-    batch.add({"CLIENT", "ID"});
-    batch.add({"CLIENT", "LIST", "TYPE", "normal"});
+    CommandPipeline pipeline;
+    pipeline.add({"CLIENT", "SETNAME", name});
+    pipeline.add({"CLIENT", "ID"});
+    pipeline.add({"CLIENT", "LIST", "TYPE", "normal"});
     std::vector<RedisReply> replies;
-    RedisStatus status = connection.execute(batch, &replies, timeout_ms, waiter);
+    RedisStatus status = connection.execute(pipeline, &replies, timeout_ms, waiter);
     if (!status.ok())
         return status;
     for (const RedisReply& reply : replies) {
@@ -60,7 +60,7 @@ RedisStatus fence_previous_connections(RedisConnection& connection, const std::s
     std::vector<long long> stale = stale_client_ids(replies[2].str, name, replies[1].integer);
     if (stale.empty())
         return status;
-    CommandBatch kills;
+    CommandPipeline kills;
     for (long long id : stale)
         kills.add({"CLIENT", "KILL", "ID", std::to_string(id)});
     replies.clear();

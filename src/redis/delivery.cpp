@@ -73,24 +73,24 @@ bool plan_delivery(const QueueTarget& target, const std::vector<StagedJob>& jobs
                    double now_epoch, DeliveryPlan* plan, std::string* error, std::size_t max_bulk_bytes) noexcept
 {
     try {
-        plan->batch.clear();
+        plan->unit.clear();
         plan->pushes.clear();
         plan->oversized.clear();
         plan->max_bulk_bytes = max_bulk_bytes;
         SkippedJobs skip;
         find_oversized(target, jobs, now_epoch, plan, &skip);
-        plan->batch.add({"MULTI"});
+        plan->unit.add({"MULTI"});
         target.plan_pushes(jobs, skip, now_epoch, plan);
         std::vector<std::int64_t> ids;
         ids.reserve(jobs.size());
         for (std::size_t i = 0; i < jobs.size(); ++i)
             if (jobs[i].marked && is_sent(skip, i))
                 ids.push_back(jobs[i].id);
-        plan->batch.add({"SET", marker_key, format_marker(ids)});
-        plan->batch.add({"EXEC"});
+        plan->unit.add({"SET", marker_key, format_marker(ids)});
+        plan->unit.add({"EXEC"});
         return true;
     } catch (...) {
-        plan->batch.clear();
+        plan->unit.clear();
         plan->pushes.clear();
         set_error(error, "out of memory while building the Redis batch");
         return false;
@@ -104,7 +104,7 @@ bool read_delivery(const DeliveryPlan& plan, const std::vector<RedisReply>& repl
         error->clear();
         outcomes->clear();
         const std::size_t pushes = plan.pushes.size();
-        if (replies.size() != pushes + 3 || replies.size() != plan.batch.command_count()) {
+        if (replies.size() != pushes + 3 || replies.size() != plan.unit.command_count()) {
             set_error(error, "malformed Redis transaction replies: unexpected reply count");
             return false;
         }

@@ -27,14 +27,14 @@ constexpr std::size_t kDefaultMaxBulkBytes = 512ull * 1024 * 1024;
 // the marker names the marked jobs that are sent. A job whose bulk string (its payload, or its
 // Sidekiq JSON) would be longer than max_bulk_bytes is left out of the unit (plan->oversized):
 // Redis would answer it with a protocol error and close the connection.
-// Large payloads are referenced by the plan's batch, not copied: they must outlive it.
+// Large payloads are referenced by the plan's unit, not copied: they must outlive it.
 // now_epoch is the push time (Sidekiq's enqueued_at). Returns false and sets *error only when
 // memory runs out; never throws.
 bool plan_delivery(const QueueTarget& target, const std::vector<StagedJob>& jobs, std::string_view marker_key,
                    double now_epoch, DeliveryPlan* plan, std::string* error,
                    std::size_t max_bulk_bytes = kDefaultMaxBulkBytes) noexcept;
 
-// Reads the replies of a plan's batch. Returns false (and sets *error) when the transaction as a
+// Reads the replies of a plan's unit. Returns false (and sets *error) when the transaction as a
 // whole did not run (EXECABORT, MULTI refused, malformed replies): then every job must stay
 // staged. Otherwise fills outcomes (one per job; TooLarge for the plan's oversized jobs).
 bool read_delivery(const DeliveryPlan& plan, const std::vector<RedisReply>& replies, std::size_t job_count,

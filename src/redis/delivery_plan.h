@@ -5,13 +5,13 @@
 #include <cstddef>
 #include <vector>
 
-#include "redis/command_batch.h"
+#include "redis/command_pipeline.h"
 
 namespace jobbuf::redis {
 
 struct DeliveryPlan {
-    CommandBatch batch;
-    // For each command of the batch after MULTI and before the marker: the half-open range of
+    CommandPipeline unit;
+    // For each command of the unit after MULTI and before the marker: the half-open range of
     // job indexes whose delivery that command carries.
     struct PushRange {
         std::size_t first, last;

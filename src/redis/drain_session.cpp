@@ -45,10 +45,10 @@ namespace {
 // Reads proto-max-bulk-len; Redis's default when CONFIG is refused (ACL, renamed command).
 RedisStatus read_max_bulk_bytes(DrainSession* session, IoWaiter& waiter)
 {
-    CommandBatch batch;
-    batch.add({"CONFIG", "GET", "proto-max-bulk-len"});
+    CommandPipeline pipeline;
+    pipeline.add({"CONFIG", "GET", "proto-max-bulk-len"});
     std::vector<RedisReply> replies;
-    RedisStatus status = session_round_trip(session, -1, batch, &replies, session->timeout_ms, waiter);
+    RedisStatus status = session_round_trip(session, -1, pipeline, &replies, session->timeout_ms, waiter);
     if (!status.ok())
         return status;
     std::size_t configured = kDefaultMaxBulkBytes;
@@ -127,7 +127,7 @@ SessionReport drain_session_configure(DrainSession* session, const SessionSettin
         session->cluster.node_template.kind = RedisEndpoint::Kind::Tcp;
         session->cluster.seeds = endpoint.seeds;
         session->cluster.client_name = session->client_name;
-        session->marker_slots.clear();
+        session->marker_hash_slots.clear();
         session->markers_scanned = false;
         session->url = effective;
         session->configured = true;
@@ -199,7 +199,7 @@ bool drain_session_set_marker_key(DrainSession* session, const char* marker_key)
         if (session->marker_key == marker_key)
             return false;
         session->marker_key = marker_key;
-        session->marker_slots.clear();  // another installation: its markers are looked for again
+        session->marker_hash_slots.clear();  // another installation: its markers are looked for again
         session->markers_scanned = false;
         return true;
     } catch (...) {
@@ -268,23 +268,24 @@ SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter, con
         std::vector<StagedJob> batch_jobs(jobs, jobs + count);
         DeliveryPlan plan;
         std::string error;
-        // On a cluster, the unit goes to the slot of the queue's keys, with that slot's marker.
-        int slot = -1;
+        // On a cluster, the unit goes to the hash slot of the queue's keys, with that hash slot's
+        // marker.
+        int hash_slot = -1;
         if (session->is_cluster()) {
-            slot = target_slot(*target, &error);
-            if (slot < 0)
+            hash_slot = target_hash_slot(*target, &error);
+            if (hash_slot < 0)
                 return report_of(SessionReport::Status::Refused, error);
-            session->marker_slots.insert(slot);  // before sending: a unit in doubt is read back
-            session->last_slot = slot;
+            session->marker_hash_slots.insert(hash_slot);  // before sending: a unit in doubt is read back
+            session->last_hash_slot = hash_slot;
         }
-        if (!plan_delivery(*target, batch_jobs, marker_key_of(session, slot), now_epoch, &plan, &error,
+        if (!plan_delivery(*target, batch_jobs, marker_key_of(session, hash_slot), now_epoch, &plan, &error,
                            session->max_bulk_bytes))
             return report_of(SessionReport::Status::Unavailable, error);
 
-        CommandBatch wait;
+        CommandPipeline wait;
         std::vector<RedisReply> replies;
-        RedisStatus status = session_round_trip(session, slot, plan.batch, &replies, round_trip_limit(session), waiter,
-                                                replica_wait(session, &wait));
+        RedisStatus status = session_round_trip(session, hash_slot, plan.unit, &replies, round_trip_limit(session),
+                                                waiter, replica_wait(session, &wait));
         if (status.code == RedisStatus::Code::RequestRefused) {
             std::size_t largest = 0;
             for (const StagedJob& job : batch_jobs)
@@ -330,7 +331,7 @@ bool drain_session_refuses_target(const DrainSession* session, const QueueTarget
         if (!session->configured || !session->is_cluster())
             return false;
         std::string reason;
-        if (target_slot(*target, &reason) >= 0)
+        if (target_hash_slot(*target, &reason) >= 0)
             return false;
         std::snprintf(why, why_len, "%s", reason.c_str());
         return true;

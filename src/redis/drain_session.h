@@ -78,7 +78,7 @@ void drain_session_unconfigure(DrainSession* session) noexcept;
 void drain_session_describe(const DrainSession* session, char* out, std::size_t out_len) noexcept;
 
 // Reads the marker: the ids of the last batch Redis accepted (on a Redis Cluster, of the last
-// unit in every slot that has a marker of this installation). On Ok, *ids/*count describe an
+// unit in every hash slot that has a marker of this installation). On Ok, *ids/*count describe an
 // array owned by the session, valid until the next call. With min_replicas, a marker is trusted
 // only once that many replicas acknowledged it (it is written again, then WAIT): otherwise
 // Unavailable, and the jobs it names stay staged.
@@ -106,14 +106,14 @@ SessionReport drain_session_delete_marker(DrainSession* session, IoWaiter& waite
 // that acknowledging it within the timeout is Unavailable (the jobs stay staged; the marker
 // decides at the next reconciliation). A READONLY reply (the server became a replica) drops the
 // connection, so that the next connect asks the sentinels again. On a Redis Cluster the unit goes
-// to the node serving the slot of the target's keys, with that slot's marker (redirections
-// followed, cluster/cluster_links.h); a target the cluster cannot take is Refused.
+// to the node serving the hash slot of the target's keys, with that hash slot's marker
+// (redirections followed, cluster/cluster_links.h); a target the cluster cannot take is Refused.
 SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter, const QueueTarget* target,
                                     const StagedJob* jobs, std::size_t count, double now_epoch, JobResult* results,
                                     char* reject_message, std::size_t reject_len) noexcept;
 
 // On a Redis Cluster, whether the target cannot be delivered there (Sidekiq, Celery, keys in more
-// than one slot), with the reason; false for any other endpoint. Its jobs then stay staged.
+// than one hash slot), with the reason; false for any other endpoint. Its jobs then stay staged.
 bool drain_session_refuses_target(const DrainSession* session, const QueueTarget* target, char* why,
                                   std::size_t why_len) noexcept;
 

@@ -22,8 +22,8 @@ struct HostPort {
 struct RedisEndpoint {
     // Sentinel: the master is asked of `sentinels` by `master_name` (net/sentinel_locator.h),
     // which gives a Tcp endpoint with the same credentials, db and TLS.
-    // Cluster: `seeds` are asked for the slot map (cluster/cluster_links.h); each node is then a
-    // Tcp endpoint with the same credentials and TLS (db is always 0).
+    // Cluster: `seeds` are asked for the hash slot map (cluster/cluster_links.h); each node is
+    // then a Tcp endpoint with the same credentials and TLS (db is always 0).
     enum class Kind { Tcp, Unix, Sentinel, Cluster };
     Kind kind = Kind::Tcp;
     std::string host = "127.0.0.1";  // Tcp

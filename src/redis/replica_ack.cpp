@@ -20,7 +20,7 @@ long round_trip_limit(const DrainSession* session)
 
 // WAIT <min_replicas> <timeout>, sent after the writes it must see acknowledged; none (null)
 // without min_replicas.
-const CommandBatch* replica_wait(const DrainSession* session, CommandBatch* wait)
+const CommandPipeline* replica_wait(const DrainSession* session, CommandPipeline* wait)
 {
     if (session->min_replicas <= 0)
         return nullptr;

@@ -38,11 +38,11 @@ SessionReport take_lease(DrainSession* session, IoWaiter& waiter, bool* taken)
     // Not on a Redis Cluster yet (docs/cluster.md, limits): its connections are per node.
     if (session->lease_key.empty() || session->is_cluster())
         return {};
-    CommandBatch batch;
-    batch.add({"EVAL", kTakeLease, "1", session->lease_key, session->lease_value,
-               std::to_string(lease_lifetime_ms(session))});
+    CommandPipeline pipeline;
+    pipeline.add({"EVAL", kTakeLease, "1", session->lease_key, session->lease_value,
+                  std::to_string(lease_lifetime_ms(session))});
     std::vector<RedisReply> replies;
-    RedisStatus status = session->connection.execute(batch, &replies, session->timeout_ms, waiter);
+    RedisStatus status = session->connection.execute(pipeline, &replies, session->timeout_ms, waiter);
     if (!status.ok())
         return report_failure(status, "taking the delivery lease");
     const RedisReply& reply = replies.at(0);

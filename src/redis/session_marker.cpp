@@ -10,15 +10,16 @@ namespace jobbuf::redis {
 
 namespace {
 
-// SET <marker> value, followed by WAIT when replicas must acknowledge it (slot: the marker of
-// that slot on a cluster, -1 otherwise).
-SessionReport set_marker(DrainSession* session, IoWaiter& waiter, int slot, const std::string& value, const char* doing)
+// SET <marker> value, followed by WAIT when replicas must acknowledge it (hash_slot: the marker of
+// that hash slot on a cluster, -1 otherwise).
+SessionReport set_marker(DrainSession* session, IoWaiter& waiter, int hash_slot, const std::string& value,
+                         const char* doing)
 {
-    CommandBatch batch;
-    batch.add({"SET", marker_key_of(session, slot), value});
-    CommandBatch wait;
+    CommandPipeline pipeline;
+    pipeline.add({"SET", marker_key_of(session, hash_slot), value});
+    CommandPipeline wait;
     std::vector<RedisReply> replies;
-    RedisStatus status = session_round_trip(session, slot, batch, &replies, round_trip_limit(session), waiter,
+    RedisStatus status = session_round_trip(session, hash_slot, pipeline, &replies, round_trip_limit(session), waiter,
                                             replica_wait(session, &wait));
     if (!status.ok())
         return report_failure(status, doing);
@@ -32,21 +33,21 @@ SessionReport set_marker(DrainSession* session, IoWaiter& waiter, int slot, cons
 // With min_replicas: the marker read from the master counts only once that many replicas have
 // it. WAIT covers every write before this connection's last one, and a connection that wrote
 // nothing yet has nothing to wait for: the marker is written again (same value), then WAIT.
-SessionReport confirm_on_replicas(DrainSession* session, IoWaiter& waiter, int slot, const std::string& value)
+SessionReport confirm_on_replicas(DrainSession* session, IoWaiter& waiter, int hash_slot, const std::string& value)
 {
     if (session->min_replicas <= 0)
         return {};
-    return set_marker(session, waiter, slot, value, "confirming the delivery marker on replicas");
+    return set_marker(session, waiter, hash_slot, value, "confirming the delivery marker on replicas");
 }
 
-// Reads one marker (of slot on a cluster, -1 otherwise) and appends the ids it names.
-SessionReport read_marker(DrainSession* session, IoWaiter& waiter, int slot)
+// Reads one marker (of hash_slot on a cluster, -1 otherwise) and appends the ids it names.
+SessionReport read_marker(DrainSession* session, IoWaiter& waiter, int hash_slot)
 {
-    const std::string key = marker_key_of(session, slot);
-    CommandBatch batch;
-    batch.add({"GET", key});
+    const std::string key = marker_key_of(session, hash_slot);
+    CommandPipeline pipeline;
+    pipeline.add({"GET", key});
     std::vector<RedisReply> replies;
-    RedisStatus status = session_round_trip(session, slot, batch, &replies, session->timeout_ms, waiter);
+    RedisStatus status = session_round_trip(session, hash_slot, pipeline, &replies, session->timeout_ms, waiter);
     if (!status.ok())
         return report_failure(status, "reading the delivery marker");
     const RedisReply& reply = replies.at(0);
@@ -55,7 +56,7 @@ SessionReport read_marker(DrainSession* session, IoWaiter& waiter, int slot)
         if (!parse_marker(reply.str, &ids))
             return report_of(SessionReport::Status::Refused, "the delivery marker " + key + " is malformed");
         if (!ids.empty()) {
-            SessionReport confirmed = confirm_on_replicas(session, waiter, slot, reply.str);
+            SessionReport confirmed = confirm_on_replicas(session, waiter, hash_slot, reply.str);
             if (confirmed.status != SessionReport::Status::Ok)
                 return confirmed;
         }
@@ -75,14 +76,14 @@ SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter,
 {
     try {
         session->marker_ids.clear();
-        std::vector<int> slots{-1};
+        std::vector<int> hash_slots{-1};
         if (session->is_cluster()) {
-            SessionReport found = cluster_marker_slots(session, waiter, &slots);
+            SessionReport found = cluster_marker_hash_slots(session, waiter, &hash_slots);
             if (found.status != SessionReport::Status::Ok)
                 return found;
         }
-        for (int slot : slots) {
-            SessionReport read = read_marker(session, waiter, slot);
+        for (int hash_slot : hash_slots) {
+            SessionReport read = read_marker(session, waiter, hash_slot);
             if (read.status != SessionReport::Status::Ok)
                 return read;
         }
@@ -100,7 +101,7 @@ SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter
 {
     try {
         std::string value = format_marker(std::vector<std::int64_t>(ids, ids + count));
-        return set_marker(session, waiter, session->is_cluster() ? session->last_slot : -1, value,
+        return set_marker(session, waiter, session->is_cluster() ? session->last_hash_slot : -1, value,
                           "rewriting the delivery marker");
     } catch (...) {
         session->connection.close();
@@ -116,10 +117,10 @@ bool drain_session_on_cluster(const DrainSession* session) noexcept
 SessionReport drain_session_delete_marker(DrainSession* session, IoWaiter& waiter) noexcept
 {
     try {
-        CommandBatch batch;
-        batch.add({"DEL", session->marker_key});
+        CommandPipeline pipeline;
+        pipeline.add({"DEL", session->marker_key});
         std::vector<RedisReply> replies;
-        RedisStatus status = session->connection.execute(batch, &replies, session->timeout_ms, waiter);
+        RedisStatus status = session->connection.execute(pipeline, &replies, session->timeout_ms, waiter);
         if (!status.ok())
             return report_failure(status, "deleting an earlier version's delivery marker");
         if (replies.at(0).is_error())

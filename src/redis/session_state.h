@@ -38,11 +38,11 @@ public:
     std::string lease_value;  // this cluster, as the lease names its holder
 
     // A Cluster endpoint (cluster/cluster_session.cpp): one unit, and one marker, per hash slot.
-    ClusterLinks cluster;                  // the links to its nodes and its slot map
-    std::set<int> marker_slots;            // the slots whose marker may name jobs
-    bool markers_scanned = false;          // the masters were searched for the markers of earlier runs
-    std::map<int, std::string> slot_tags;  // slot_tag() of the slots met so far
-    int last_slot = -1;                    // the slot of the last unit sent
+    ClusterLinks cluster;                       // the links to its nodes and its hash slot map
+    std::set<int> marker_hash_slots;            // the hash slots whose marker may name jobs
+    bool markers_scanned = false;               // the masters were searched for the markers of earlier runs
+    std::map<int, std::string> hash_slot_tags;  // slot_tag() of the hash slots met so far
+    int last_hash_slot = -1;                    // the hash slot of the last unit sent
 
     bool is_cluster() const { return endpoint.kind == RedisEndpoint::Kind::Cluster; }
 };
@@ -60,32 +60,33 @@ long round_trip_limit(const DrainSession* session);
 
 // WAIT <min_replicas> <timeout> in *wait, to send after the writes it must see acknowledged;
 // null without min_replicas.
-const CommandBatch* replica_wait(const DrainSession* session, CommandBatch* wait);
+const CommandPipeline* replica_wait(const DrainSession* session, CommandPipeline* wait);
 
 // Takes WAIT's reply (the last one) out of replies: Ok when enough replicas acknowledged `what`.
 SessionReport take_replica_wait(const DrainSession* session, std::vector<RedisReply>* replies, const char* what);
 
-// One round trip: to the server, or on a cluster to the node that serves slot (redirections
-// followed, cluster/cluster_links.h). A failure closes what failed (on a cluster, the slot map
+// One round trip: to the server, or on a cluster to the node that serves hash_slot (redirections
+// followed, cluster/cluster_links.h). A failure closes what failed (on a cluster, the hash slot map
 // is forgotten: the next connect asks for it again).
-RedisStatus session_round_trip(DrainSession* session, int slot, const CommandBatch& batch,
+RedisStatus session_round_trip(DrainSession* session, int hash_slot, const CommandPipeline& pipeline,
                                std::vector<RedisReply>* replies, long timeout_ms, IoWaiter& waiter,
-                               const CommandBatch* then = nullptr);
+                               const CommandPipeline* then = nullptr);
 
-// The marker's key: marker_key, or on a cluster the marker of one slot, "<marker_key>{<tag>}"
-// with a tag that lands in that slot.
-std::string marker_key_of(DrainSession* session, int slot);
+// The marker's key: marker_key, or on a cluster the marker of one hash slot, "<marker_key>{<tag>}"
+// with a tag that lands in that hash slot.
+std::string marker_key_of(DrainSession* session, int hash_slot);
 
-// On a cluster: the slot of every key the target writes; -1 with *why when the target cannot
-// live on a cluster (Sidekiq, Celery, keys in more than one slot).
-int target_slot(const QueueTarget& target, std::string* why);
+// On a cluster: the hash slot of every key the target writes; -1 with *why when the target cannot
+// live on a cluster (Sidekiq, Celery, keys in more than one hash slot).
+int target_hash_slot(const QueueTarget& target, std::string* why);
 
-// Connects to a cluster: asks it for its slot map (through a fenced link); see drain_session_connect.
+// Connects to a cluster: asks it for its hash slot map (through a fenced link); see
+// drain_session_connect.
 SessionReport cluster_connect(DrainSession* session, IoWaiter& waiter, bool* fresh);
 
-// The slots whose marker reconciliation reads: those units went to in this run, and, the first
+// The hash slots whose marker reconciliation reads: those units went to in this run, and, the first
 // time, every marker of this installation found on the masters (SCAN).
-SessionReport cluster_marker_slots(DrainSession* session, IoWaiter& waiter, std::vector<int>* slots);
+SessionReport cluster_marker_hash_slots(DrainSession* session, IoWaiter& waiter, std::vector<int>* hash_slots);
 
 // Drops the connection when a reply says the server is a replica now (READONLY).
 void leave_a_replica(DrainSession* session, const std::vector<RedisReply>& replies);

@@ -275,7 +275,7 @@ int current_active_queues(MemoryContext cxt, ActiveQueue** queues, bool reload, 
     *reloaded = false;
     // Read before the load's snapshot is taken: a change committed after this read bumps the
     // generation again and is picked up by the next call.
-    uint32 generation = jobbuf_shared ? pg_atomic_read_u32(&jobbuf_shared->queues_generation) : 0;
+    uint32 generation = my_drain_slot ? pg_atomic_read_u32(&my_drain_slot->queues_generation) : 0;
     if (!list_loaded || generation != list_generation || (reload && !loaded_list_still_current())) {
         list_loaded = false;
         destroy_targets();
@@ -293,10 +293,10 @@ int current_active_queues(MemoryContext cxt, ActiveQueue** queues, bool reload, 
 
 bool active_queues_changed(void)
 {
-    if (jobbuf_shared == nullptr)
+    if (my_drain_slot == nullptr)
         return false;
     pg_memory_barrier();  // read after the caller's snapshot, not before
-    return !list_loaded || pg_atomic_read_u32(&jobbuf_shared->queues_generation) != list_generation;
+    return !list_loaded || pg_atomic_read_u32(&my_drain_slot->queues_generation) != list_generation;
 }
 
 void forget_active_queues(void)

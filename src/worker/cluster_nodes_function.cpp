@@ -1,6 +1,6 @@
 // Postgres regime: jobbuf_cluster_nodes(), the nodes of the Redis Cluster this session's
 // jobbuf.redis_url names (the database's own setting, as its worker uses it): one row per node
-// and slot range, with its role and health, asked of the cluster at the call
+// and hash slot range, with its role and health, asked of the cluster at the call
 // (redis/cluster/cluster_inspection.h).
 #include "pg_includes.h"
 

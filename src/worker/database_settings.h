@@ -21,8 +21,8 @@ void remember_database_settings(void);
 // The value those entries give name (palloc'd), or nullptr when they give none.
 char* database_setting_value(const char* name);
 
-// Once the worker's session is set up: notes each of those entries that is not in force, a value
-// Postgres refused when the worker connected (see refused_settings.h).
+// Once the worker session is pinned (worker_session.h): notes each of those entries that is not
+// in force, a value Postgres refused when the worker connected (see refused_settings.h).
 void note_refused_remembered_settings(void);
 
 // On a reload: when those entries changed since remember_database_settings, logs it, notes

@@ -96,8 +96,8 @@ void record_batch(const char* queue, int64 delivered, int64 failed, const char* 
 
 void publish_batch_counters(int64 delivered)
 {
-    if (jobbuf_shared == nullptr)
+    if (my_drain_slot == nullptr)
         return;
-    pg_atomic_fetch_add_u64(&jobbuf_shared->batches, 1);
-    pg_atomic_fetch_add_u64(&jobbuf_shared->delivered, delivered);
+    pg_atomic_fetch_add_u64(&my_drain_slot->batches, 1);
+    pg_atomic_fetch_add_u64(&my_drain_slot->delivered, delivered);
 }

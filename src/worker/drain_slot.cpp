@@ -39,21 +39,21 @@ void join_drain_slot(Datum main_arg)
     if (jobbuf_cluster == nullptr || index < 0 || index > probe_slot_index() ||
         jobbuf_cluster->slots[index].database != database)
         proc_exit(0);  // not the slot the launcher meant (cannot happen: it starts us after assigning it)
-    jobbuf_shared = &jobbuf_cluster->slots[index];
+    my_drain_slot = &jobbuf_cluster->slots[index];
     remember_server_settings();  // before a role's settings replace them
     BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, 0);
-    pg_atomic_write_u32(&jobbuf_shared->connected, 1);  // the launcher's start-up timeout ends here
+    pg_atomic_write_u32(&my_drain_slot->connected, 1);  // the launcher's start-up timeout ends here
     bool installed = extension_installed();
     if (index == probe_slot_index())
         leave(installed ? WorkerExit::HasExtension : WorkerExit::NoExtension);
-    if (!installed && !jobbuf_shared->waits_for_extension)
+    if (!installed && !my_drain_slot->waits_for_extension)
         leave(WorkerExit::NoExtension);  // quietly: the usual case of a database found by '*'
     remember_database_settings();
 }
 
 void leave_unless_waiting_for_extension(void)
 {
-    if (jobbuf_shared == nullptr || jobbuf_shared->waits_for_extension)
+    if (my_drain_slot == nullptr || my_drain_slot->waits_for_extension)
         return;
     ereport(
         LOG,

@@ -6,7 +6,7 @@
 #pragma once
 #include "pg_includes.h"
 
-// Connects, sets jobbuf_shared to the slot and returns when the process is to drain; else exits.
+// Connects, sets my_drain_slot to the slot and returns when the process is to drain; else exits.
 void join_drain_slot(Datum main_arg);
 
 // In the drain loop, when the extension is missing: a worker that does not wait for CREATE

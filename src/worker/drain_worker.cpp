@@ -1,7 +1,7 @@
 // Postgres regime: the drain worker's main loop. Connected to its database, it sleeps on its
 // latch until a staging transaction commits (or poll_interval passes), then drains the queues
-// that commits staged into, round-robin, one batch per queue per turn, until none has a full
-// batch left; every poll_interval a full round looks at every active queue.
+// that commits staged into, round-robin, one batch per queue per pass, until none has a full
+// batch left; every poll_interval a full pass looks at every active queue.
 // Redis problems and Postgres errors are caught, logged once, and retried with capped backoff:
 // the worker never exits because of bad data, bad configuration or an unavailable Redis.
 #include "pg_includes.h"
@@ -62,7 +62,7 @@ struct WorkerState {
     char lease_value[MAXPGPATH + 384];  // this cluster, as the delivery lease names it
     TimestampTz lease_kept_at;          // when the lease was last taken or refreshed
     TimestampTz lease_held_since;       // when another cluster was first found holding it (0: not)
-    uint32 rotation;
+    uint32 next_pass_start;             // where the next pass starts among the pending queues
     bool fencing_warned;
     bool targets_noted;                    // note_refused_targets ran since the last load and connection
     char config_problem[kStatusErrorLen];  // why the Redis settings are unusable; empty: they are usable
@@ -72,12 +72,12 @@ WorkerState* state = nullptr;
 
 void unpublish_worker(int code, Datum arg)
 {
-    if (jobbuf_shared) {
-        SpinLockAcquire(&jobbuf_shared->mutex);
-        jobbuf_shared->worker_pid = 0;
-        jobbuf_shared->redis_connected = false;
-        SpinLockRelease(&jobbuf_shared->mutex);
-        jobbuf_shared->worker_latch = nullptr;
+    if (my_drain_slot) {
+        SpinLockAcquire(&my_drain_slot->mutex);
+        my_drain_slot->worker_pid = 0;
+        my_drain_slot->redis_connected = false;
+        SpinLockRelease(&my_drain_slot->mutex);
+        my_drain_slot->worker_latch = nullptr;
     }
     if (state && state->ctx.session) {
         jobbuf::redis::drain_session_destroy(state->ctx.session);
@@ -87,14 +87,14 @@ void unpublish_worker(int code, Datum arg)
 
 void publish_worker(void)
 {
-    if (!jobbuf_shared)
+    if (!my_drain_slot)
         return;
-    SpinLockAcquire(&jobbuf_shared->mutex);
-    jobbuf_shared->worker_pid = MyProcPid;
-    jobbuf_shared->redis_connected = false;
-    SpinLockRelease(&jobbuf_shared->mutex);
+    SpinLockAcquire(&my_drain_slot->mutex);
+    my_drain_slot->worker_pid = MyProcPid;
+    my_drain_slot->redis_connected = false;
+    SpinLockRelease(&my_drain_slot->mutex);
     pg_write_barrier();
-    jobbuf_shared->worker_latch = MyLatch;
+    my_drain_slot->worker_latch = MyLatch;
 }
 
 void apply_settings(void)
@@ -171,9 +171,9 @@ void connection_lost(void)
     state->reconcile_needed = true;
 }
 
-// Acts on the report of a session call the worker made (pending database errors raised first):
-// true when it is Ok; otherwise the failure is reported (a bad setting, the lease held by another
-// cluster, a Redis failure) and the caller stops this round.
+// Acts on the report of a drain session call the worker made (pending database errors raised
+// first): true when it is Ok; otherwise the failure is reported (a bad setting, the lease held by
+// another cluster, a Redis failure) and the caller stops this round.
 bool session_call_succeeded(const SessionReport& report)
 {
     if (!run_guarded([] { state->ctx.waiter->raise_pending(); })) {  // see latch_io_waiter.h
@@ -254,9 +254,9 @@ void batch_failed(const BatchResult& result)
 // database still has an older version's SQL: say so once.
 // - Missing: take what commits announced so far, so that the first commit after CREATE EXTENSION
 //   finds the wake-up set empty and sets the worker's latch (a set left non-empty makes committers
-//   send no signal); cursors start again from the head (a re-created extension numbers its jobs
+//   send no wake-up); cursors start again from the head (a re-created extension numbers its jobs
 //   from 1 again).
-// - Outdated: leave the set as it is, so that the jobs staged meanwhile send no signal each (a
+// - Outdated: leave the set as it is, so that the jobs staged meanwhile send no wake-up each (a
 //   wake-up per commit for nothing); the update itself wakes the worker (it changes jobbuf.queues,
 //   see jobbuf--1.0--1.1.sql), and the next round drains everything that waited.
 void wait_for_installation(int why)
@@ -408,7 +408,7 @@ long drain_round(void)
         }
         state->targets_noted = true;
 
-        uint32 start = state->rotation++;
+        uint32 start = state->next_pass_start++;
         TimestampTz pass_started = GetCurrentTimestamp();
         const int* order = nullptr;
         int npending = pending_queues_in_order(start, &order);
@@ -462,7 +462,7 @@ long drain_round(void)
                     queue_succeeded(q->name);
                     break;
                 case BatchOutcome::Locked:
-                    locked_out = true;  // a full round again shortly
+                    locked_out = true;  // a full pass again shortly
                     break;
                 default:
                     batch_failed(result);
@@ -525,7 +525,7 @@ void jobbuf_drain_main(Datum arg)
 
         long sleep_ms = jobbuf_poll_interval;
         // While disabled, staged_queues stays non-empty: committers then skip the latch (a
-        // signal per commit otherwise).
+        // wake-up per commit otherwise).
         if (jobbuf_enabled && !RecoveryInProgress()) {
             sleep_ms = drain_round();
             // Delivered jobs that an old snapshot keeps alive leave by TRUNCATE, not by vacuum.
@@ -547,7 +547,7 @@ void jobbuf_drain_main(Datum arg)
         ResetLatch(MyLatch);
         if ((rc & WL_SOCKET_READABLE) && !jobbuf::redis::drain_session_check_open(state->ctx.session))
             connection_lost();
-        if ((rc & WL_LATCH_SET) && jobbuf_shared)
-            pg_atomic_fetch_add_u64(&jobbuf_shared->wakeups, 1);
+        if ((rc & WL_LATCH_SET) && my_drain_slot)
+            pg_atomic_fetch_add_u64(&my_drain_slot->wakeups, 1);
     }
 }

@@ -2,9 +2,9 @@
 // connection (only shared catalogs): it finds the databases jobbuf.database selects, starts one
 // drain worker (a dynamic worker connected to that database, in its own shared-memory slot) for
 // each that has the extension, up to jobbuf.max_workers, and restarts each with its own backoff.
-// This file is its loop: signals, the wake-ups it takes (launcher_signal.h) and its wait; the
-// state of each database, and what the launcher does with it: launcher_databases.h.
-// Registered with BgWorkerStart_RecoveryFinished, it does nothing on a standby until promotion.
+// This file is its loop: signals, the launcher signals it takes (launcher_signal.h) and its wait;
+// the state of each database, and what the launcher does with it: launcher_databases.h. Registered
+// with BgWorkerStart_RecoveryFinished, it does nothing on a standby until promotion.
 #include "pg_includes.h"
 
 #include "database_list.h"
@@ -64,7 +64,7 @@ void jobbuf_launcher_main(Datum arg)
         stop_stuck_starts(now);
         reap_workers(now);
         if (rescan || any_start_due(now))
-            reconcile_databases();
+            refresh_databases();
         rescan = false;
         start_workers(now);
         publish_left_out();

@@ -200,7 +200,7 @@ bool start_worker(Entry* e, int slot_index, BackgroundWorkerHandle** handle)
     worker.bgw_main_arg = Int32GetDatum(slot_index);
     memcpy(worker.bgw_extra, &e->oid, sizeof(e->oid));
     worker.bgw_notify_pid = MyProcPid;
-    JobbufSharedState* slot = &jobbuf_cluster->slots[slot_index];
+    DrainSlot* slot = &jobbuf_cluster->slots[slot_index];
     if (probe)
         drain_slot_assign(slot, e->oid, e->name, false);
     pg_atomic_write_u32(&slot->exit_reason, static_cast<uint32>(WorkerExit::Unknown));
@@ -238,7 +238,7 @@ void probe_finished(Entry* e, TimestampTz now)
 // What to do after e's drain worker stopped.
 void drain_worker_finished(Entry* e, TimestampTz now)
 {
-    JobbufSharedState* slot = &jobbuf_cluster->slots[e->slot];
+    DrainSlot* slot = &jobbuf_cluster->slots[e->slot];
     auto reason = static_cast<WorkerExit>(pg_atomic_read_u32(&slot->exit_reason));
     bool recheck = e->recheck;
     e->recheck = false;
@@ -292,7 +292,7 @@ void warn_left_out(Entry* e)
 // Brings the entries in line with pg_database: new databases that jobbuf.database selects are
 // added; a database that is gone or closed to connections gets no (re)start; a dropped database
 // found by '*' is forgotten (and its slot freed) once its worker has left.
-void reconcile_databases(void)
+void refresh_databases(void)
 {
     int count = 0;
     DatabaseRow* rows = scan_databases(&count);
@@ -417,8 +417,8 @@ bool any_start_due(TimestampTz now)
 // Starts the drain workers that are due (those with the extension first), then the probe.
 void start_workers(TimestampTz now)
 {
-    for (int pass = 0; pass < 2; pass++) {
-        Phase phase = pass == 0 ? Phase::Wanted : Phase::Unchecked;
+    for (int phase_index = 0; phase_index < 2; phase_index++) {
+        Phase phase = phase_index == 0 ? Phase::Wanted : Phase::Unchecked;
         for (int i = 0; i < entry_count; i++) {
             Entry* e = &entries[i];
             if (e->phase != phase || !start_due(e, now))
@@ -488,7 +488,7 @@ long next_wait_ms(TimestampTz now)
 void reclaim_slots(void)
 {
     for (int i = 0; i <= jobbuf_cluster->drain_slots; i++) {
-        JobbufSharedState* slot = &jobbuf_cluster->slots[i];
+        DrainSlot* slot = &jobbuf_cluster->slots[i];
         for (int waited_ms = 0; slot->in_use && slot->worker_pid != 0 && waited_ms < 10 * 1000; waited_ms += 50) {
             if (waited_ms == 0)
                 kill(slot->worker_pid, SIGTERM);

@@ -29,7 +29,7 @@
 // worker looks for the extension itself); a Wanted entry left without a slot is left out (one
 // WARNING, listed by jobbuf_worker_status()). The transitions and their causes:
 //  new: Unchecked for a database found by '*', Wanted for one named in jobbuf.database
-//       (add_entry, from add_named_database at start and from reconcile_databases).
+//       (add_entry, from add_named_database at start and from refresh_databases).
 //  (1)  Unchecked -> Probing: no drain slot was free and the probe slot was (start_workers).
 //  (2)  Probing -> Wanted: the probe found the extension (probe_finished).
 //  (3)  Probing -> WithoutExtension: it did not, and no CREATE EXTENSION came meanwhile.
@@ -48,16 +48,16 @@
 //       more databases than the launcher was told of (note_created_extensions). A CREATE
 //       EXTENSION while a worker or the probe runs marks the entry for a recheck instead.
 //  gone: a database found by '*' that left pg_database is forgotten once it has no worker (its
-//       slot freed; reconcile_databases).
+//       slot freed; refresh_databases).
 //
-// Access (reconcile_databases, at each read of pg_database; one WARNING per change away from
+// Access (refresh_databases, at each read of pg_database; one WARNING per change away from
 // Ready: set_access):
 //  Ready: the database exists, allows connections and is not a template;
 //  ClosedToConnections: it does not allow connections, or is a template;
 //  Missing: a database named in jobbuf.database does not exist (yet). Created again, it is a new
 //       database, with a fresh slot.
 // An entry that is not Ready and has no worker gives its drain slot back meanwhile, and has the
-// launcher read pg_database again each time round (any_start_due) until it is Ready.
+// launcher read pg_database again at each turn of its loop (any_start_due) until it is Ready.
 #pragma once
 #include "pg_includes.h"
 
@@ -70,7 +70,7 @@ extern "C" {
 void add_named_database(const char* name);
 
 // Reads pg_database and brings the entries in line with it (Access, new and dropped databases).
-void reconcile_databases(void);
+void refresh_databases(void);
 
 // Notes the workers and the probe that stopped (their Phase changes). Returns whether one did.
 bool reap_workers(TimestampTz now);

@@ -21,8 +21,8 @@ constexpr int kRestartScanSpacing = 20;
 constexpr int kMaxFullPassSpacingMs = 60 * 1000;
 constexpr int kMaxHeadPassSpacingMs = 10 * 60 * 1000;
 
-bool full_round_due = true;       // the next round's first pass looks at every queue
-TimestampTz next_full_round = 0;  // ... and so does the first pass after this time
+bool full_first_pass_due = true;  // the next round's first pass looks at every queue
+TimestampTz next_full_pass = 0;   // ... and so does the first pass after this time
 TimestampTz next_head_pass = 0;   // the first full pass after this time is a head pass
 TimestampTz full_pass_started = 0;
 TimestampTz head_pass_started = 0;
@@ -45,16 +45,16 @@ TimestampTz spaced_after(TimestampTz started, int64 scan_us, int max_spacing_ms)
 PassKind start_pass(bool first)
 {
     TimestampTz now = GetCurrentTimestamp();
-    if (!(first && full_round_due) && now < next_full_round)
+    if (!(first && full_first_pass_due) && now < next_full_pass)
         return PassKind::Changed;
-    next_full_round = TimestampTzPlusMilliseconds(now, jobbuf_poll_interval);
+    next_full_pass = TimestampTzPlusMilliseconds(now, jobbuf_poll_interval);
     full_pass_started = now;
     full_scan_us = 0;
     if (now < next_head_pass) {
         restart_queue_cursors_at_floor();
         return PassKind::Full;
     }
-    next_head_pass = next_full_round;
+    next_head_pass = next_full_pass;
     head_pass_started = now;
     head_scan_us = 0;
     forget_queue_progress();
@@ -63,18 +63,18 @@ PassKind start_pass(bool first)
 
 void round_started(void)
 {
-    full_round_due = true;
+    full_first_pass_due = true;
 }
 
 void round_finished(bool locked_out)
 {
-    full_round_due = locked_out;
+    full_first_pass_due = locked_out;
 }
 
 void note_restart_scan(int64 take_us, bool from_head)
 {
     full_scan_us += take_us;
-    next_full_round = Max(next_full_round, spaced_after(full_pass_started, full_scan_us, kMaxFullPassSpacingMs));
+    next_full_pass = Max(next_full_pass, spaced_after(full_pass_started, full_scan_us, kMaxFullPassSpacingMs));
     if (from_head) {
         head_scan_us += take_us;
         next_head_pass = Max(next_head_pass, spaced_after(head_pass_started, head_scan_us, kMaxHeadPassSpacingMs));

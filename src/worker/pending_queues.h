@@ -1,7 +1,8 @@
 // Postgres regime: the queues a pass visits. A queue is pending (queue_progress.h) when a commit
 // named it, when a full pass found it holding jobs, or when its last batch was full; this list
-// holds the pending ones, so that a pass costs O(queues with work), not a walk over every queue
-// of the list (10,000 of them for one commit). Visited in round-robin order from a rotating start.
+// holds the pending ones, so that a pass costs O(queues with work), not a walk over every queue of
+// the list (10,000 of them for one commit). Visited in round-robin order from a start that moves on
+// by one each pass.
 #pragma once
 #include "pg_includes.h"
 

@@ -12,38 +12,38 @@ namespace {
 
 constexpr int kRepeatAfterMs = 60 * 1000;
 
-struct ProblemSlot {
+struct ProblemState {
     bool active;
     char text[kStatusErrorLen];
     TimestampTz logged_at;
 };
 
-ProblemSlot slots[kProblemKinds];
+ProblemState problems[kProblemKinds];
 
 }  // namespace
 
 void report_problem(ProblemKind kind, const char* message)
 {
-    ProblemSlot& slot = slots[static_cast<int>(kind)];
+    ProblemState& problem = problems[static_cast<int>(kind)];
     TimestampTz now = GetCurrentTimestamp();
     // New problem: log it. Same kind, different text while it lasts (a refused connection that
     // turns into a timeout): log again, but at most once a minute.
-    bool changed = slot.active && strncmp(slot.text, message, kStatusErrorLen - 1) != 0;
-    if (!slot.active || (changed && TimestampDifferenceExceeds(slot.logged_at, now, kRepeatAfterMs))) {
+    bool changed = problem.active && strncmp(problem.text, message, kStatusErrorLen - 1) != 0;
+    if (!problem.active || (changed && TimestampDifferenceExceeds(problem.logged_at, now, kRepeatAfterMs))) {
         ereport(WARNING, (errmsg("jobbuf: %s", message)));
-        strlcpy(slot.text, message, sizeof(slot.text));
-        slot.logged_at = now;
+        strlcpy(problem.text, message, sizeof(problem.text));
+        problem.logged_at = now;
     }
-    slot.active = true;
+    problem.active = true;
     shared_state_set_error(message);
 }
 
 void report_recovered(ProblemKind kind, const char* message)
 {
-    ProblemSlot& slot = slots[static_cast<int>(kind)];
-    if (!slot.active)
+    ProblemState& problem = problems[static_cast<int>(kind)];
+    if (!problem.active)
         return;
-    slot.active = false;
+    problem.active = false;
     ereport(LOG, (errmsg("jobbuf: %s", message)));
     show_lasting_problem();
 }
@@ -51,7 +51,7 @@ void report_recovered(ProblemKind kind, const char* message)
 void show_lasting_problem(void)
 {
     const char* lasting = "";
-    for (const ProblemSlot& other : slots)
+    for (const ProblemState& other : problems)
         if (other.active)
             lasting = other.text;
     shared_state_show_error(lasting);

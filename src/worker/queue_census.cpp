@@ -29,21 +29,21 @@ using jobbuf::redis::StagedJob;
 
 namespace {
 
-constexpr int kSlots = 12;          // the minute, in slots of
-constexpr double kSlotSeconds = 5;  // five seconds
-constexpr int kBuckets = 96;        // bucket 0: under 1 ms; bucket b: [1 ms * 1.2^(b-1), 1 ms * 1.2^b)
+constexpr int kPeriods = 12;          // the minute, in periods of
+constexpr double kPeriodSeconds = 5;  // five seconds
+constexpr int kBuckets = 96;          // bucket 0: under 1 ms; bucket b: [1 ms * 1.2^(b-1), 1 ms * 1.2^b)
 constexpr double kBucketBase = 0.001;
 constexpr double kBucketFactor = 1.2;
 
-struct MinuteSlot {
-    int64 slot;  // the five-second period it counts (epoch seconds / 5); -1 when unused
+struct MinutePeriod {
+    int64 period;  // the five-second period it counts (epoch seconds / 5); -1 when unused
     int64 delivered;
     uint32 waited[kBuckets];  // jobs by time in queue (deliveries without a time are not in it)
 };
 
 struct QueueMinute {
     char queue[NAMEDATALEN];  // hash key
-    MinuteSlot slots[kSlots];
+    MinutePeriod periods[kPeriods];
 };
 
 // The walk: a census counts kStepRows jobs of jobbuf.jobs per step (jobbuf.census_step), one
@@ -86,20 +86,20 @@ double bucket_seconds(int b)
     return kBucketBase * std::pow(kBucketFactor, b - 0.5);
 }
 
-MinuteSlot* current_slot(const char* queue, double now)
+MinutePeriod* current_period(const char* queue, double now)
 {
     if (minutes == nullptr)
         minutes = create_name_hash("jobbuf queue minute", sizeof(QueueMinute), 16);
     bool found = false;
     auto* entry = static_cast<QueueMinute*>(hash_search(minutes, queue, HASH_ENTER, &found));
     if (!found)
-        for (auto& s : entry->slots)
-            s.slot = -1;
-    int64 slot = static_cast<int64>(now / kSlotSeconds);
-    MinuteSlot* s = &entry->slots[slot % kSlots];
-    if (s->slot != slot) {
+        for (auto& s : entry->periods)
+            s.period = -1;
+    int64 period = static_cast<int64>(now / kPeriodSeconds);
+    MinutePeriod* s = &entry->periods[period % kPeriods];
+    if (s->period != period) {
         memset(s, 0, sizeof(*s));
-        s->slot = slot;
+        s->period = period;
     }
     return s;
 }
@@ -167,7 +167,7 @@ bool lock_consumer_failures(void)
 // Publishes the walk's counts with the minute of every queue the worker delivered to.
 void publish_census(void)
 {
-    int64 this_slot = static_cast<int64>(now_epoch_seconds() / kSlotSeconds);
+    int64 this_period = static_cast<int64>(now_epoch_seconds() / kPeriodSeconds);
     long n = minutes != nullptr ? hash_get_num_entries(minutes) : 0;
     Datum* names = static_cast<Datum*>(palloc(sizeof(Datum) * (n + 1)));
     Datum* delivered = static_cast<Datum*>(palloc(sizeof(Datum) * (n + 1)));
@@ -181,9 +181,9 @@ void publish_census(void)
         while (auto* entry = static_cast<QueueMinute*>(hash_seq_search(&scan))) {
             uint32 waited[kBuckets] = {0};
             int64 jobs = 0, total = 0;
-            for (const auto& s : entry->slots) {
+            for (const auto& s : entry->periods) {
                 // The last twelve five-second periods, the current one included.
-                if (s.slot < 0 || this_slot - s.slot >= kSlots)
+                if (s.period < 0 || this_period - s.period >= kPeriods)
                     continue;
                 total += s.delivered;
                 for (int b = 0; b < kBuckets; b++) {
@@ -259,7 +259,7 @@ void publish_census(void)
 
 void note_delivered_jobs(const char* queue, const StagedJob* jobs, const JobResult* results, uint64 count, double now)
 {
-    MinuteSlot* s = current_slot(queue, now);
+    MinutePeriod* s = current_period(queue, now);
     for (uint64 i = 0; i < count; i++) {
         if (results[i] != JobResult::Delivered)
             continue;
@@ -270,7 +270,7 @@ void note_delivered_jobs(const char* queue, const StagedJob* jobs, const JobResu
 
 void note_delivered_count(const char* queue, int64 count, double now)
 {
-    current_slot(queue, now)->delivered += count;
+    current_period(queue, now)->delivered += count;
 }
 
 long census_due_in_ms(void)

@@ -1,7 +1,7 @@
 // Postgres regime: the worker's census of its queues (what jobbuf_stats() and
 // jobbuf_queue_metrics() read, so that they never count jobs themselves) and its last minute of
 // deliveries per queue: how many, and how long each job waited, from greatest(staged_at, run_at)
-// to the moment Redis took it, kept in a ring of 12 five-second slots of a log-scale histogram
+// to the moment Redis took it, kept in a ring of 12 five-second periods of a log-scale histogram
 // (96 buckets, 20% wide: a percentile is exact to about ±10%). A census walks jobbuf.jobs in
 // id order, one bounded step (jobbuf.census_step) in a transaction of its own between two of the
 // worker's rounds, adds the counts up per queue in memory and publishes them

@@ -52,7 +52,7 @@ bool sees_every_error(void)
 }
 
 // show_private: last_error, last_error_at and the counters (NULL otherwise).
-void slot_row(StatusRow* row, JobbufSharedState* s, bool show_private)
+void slot_row(StatusRow* row, DrainSlot* s, bool show_private)
 {
     SpinLockAcquire(&s->mutex);
     pid_t pid = s->worker_pid;
@@ -98,7 +98,7 @@ JOBBUF_SQL_FUNCTION(jobbuf_worker_status_all)
     }
     const bool every_error = sees_every_error();  // and every counter
     for (int i = 0; i < jobbuf_cluster->drain_slots; i++) {
-        JobbufSharedState* s = &jobbuf_cluster->slots[i];
+        DrainSlot* s = &jobbuf_cluster->slots[i];
         if (!s->in_use)
             continue;
         slot_row(&row, s, every_error || s->database == MyDatabaseId);
@@ -135,7 +135,7 @@ JOBBUF_SQL_FUNCTION(jobbuf_worker_status)
     desc = BlessTupleDesc(desc);
 
     StatusRow row;
-    JobbufSharedState* slot = drain_slot_of_database(MyDatabaseId);
+    DrainSlot* slot = drain_slot_of_database(MyDatabaseId);
     if (jobbuf_cluster == nullptr)
         no_worker_row(&row, jobbuf_database ? jobbuf_database : "", kNotPreloaded);
     else if (slot == nullptr)

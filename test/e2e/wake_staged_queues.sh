@@ -6,7 +6,7 @@
 # queue (a full pass, every poll_interval; a changed queue list) takes batches only from the
 # queues that hold jobs, not from all 200. A job that commits behind the
 # worker's cursor (a lower id than jobs already delivered) is delivered at once, not at the next
-# full round. Queues nobody staged into are still looked at on the poll_interval's full rounds.
+# full pass. Queues nobody staged into are still looked at on the poll_interval's full passes.
 source "$(dirname "$0")/tools/lib.sh"
 
 e2e_start "jobbuf.poll_interval = '30s'"
@@ -92,7 +92,7 @@ else
   fail "a job that met locked tables was not delivered within 15 s of the unlock (the poll is 30 s)"
 fi
 
-# A queue nobody staged into since the last round is still drained by the next full round:
+# A queue nobody staged into since the last round is still drained by the next full pass:
 # a job inserted with triggers bypassed (as a restore or a replica-role session would) arrives
 # within the poll interval.
 jb_psql -q -o /dev/null <<'SQL'
@@ -102,7 +102,7 @@ SET session_replication_role = replica;
 INSERT INTO jobbuf.jobs (queue, payload) VALUES ('q3', '{"silent": true}');
 SQL
 if jb_wait_until '[ "$(jb_redis LLEN jobbuf:q3)" = 1 ]' 35; then
-  pass "a job committed without a wake-up is delivered by a full round"
+  pass "a job committed without a wake-up is delivered by a full pass"
 else
   fail "a job committed without a wake-up was not delivered"
 fi

@@ -30,12 +30,12 @@ protected:
     // CLUSTER KEYSLOT of every key, in one round trip.
     std::vector<long long> server_slots(const std::vector<std::string>& keys)
     {
-        redis::CommandBatch batch;
+        redis::CommandPipeline pipeline;
         for (const std::string& key : keys)
-            batch.add({"CLUSTER", "KEYSLOT", key});
+            pipeline.add({"CLUSTER", "KEYSLOT", key});
         std::vector<RedisReply> replies;
         PollWaiter waiter;
-        EXPECT_TRUE(conn_.execute(batch, &replies, 10000, waiter).ok());
+        EXPECT_TRUE(conn_.execute(pipeline, &replies, 10000, waiter).ok());
         std::vector<long long> slots;
         for (const RedisReply& reply : replies)
             slots.push_back(reply.type == RedisReply::Type::Integer ? reply.integer : -1);

@@ -39,7 +39,7 @@ TEST(ConnectionFence, KillsTheEarlierConnectionWithItsUnfinishedTransaction)
     ASSERT_TRUE(connect_url(fresh, server.url()).ok());
     ASSERT_TRUE(fence_previous_connections(fresh, "jobbuf-test", 2000, waiter, &warning).ok());
 
-    CommandBatch exec;
+    CommandPipeline exec;
     exec.add({"EXEC"});
     std::vector<RedisReply> replies;
     EXPECT_FALSE(old_connection.execute(exec, &replies, 2000, waiter).ok()) << "the old connection was killed";

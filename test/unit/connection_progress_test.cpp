@@ -50,7 +50,7 @@ TEST_F(ConnectionProgressTest, LargeTransferThatKeepsMovingOutlivesTheTimeout)
     ASSERT_TRUE(relay.start());
     RedisConnection conn;
     ASSERT_TRUE(connect_url(conn, relay_url(relay)).ok());
-    CommandBatch b;
+    CommandPipeline b;
     b.add({"SET", "big", value_});
     b.add({"GET", "big"});
     std::vector<RedisReply> r;
@@ -74,7 +74,7 @@ TEST_F(ConnectionProgressTest, PeerThatStopsReadingTimesOut)
     RedisConnection conn;
     ASSERT_TRUE(connect_url(conn, relay_url(relay)).ok());
     relay.stall_to_server_after(1024 * 1024);
-    CommandBatch b;
+    CommandPipeline b;
     b.add({"SET", "big", value_});
     std::vector<RedisReply> r;
     auto start = std::chrono::steady_clock::now();
@@ -97,7 +97,7 @@ TEST_F(ConnectionProgressTest, PeerThatStopsReplyingTimesOut)
     RedisConnection conn;
     ASSERT_TRUE(connect_url(conn, relay_url(relay)).ok());
     relay.stall_to_client_after(1024 * 1024);
-    CommandBatch b;
+    CommandPipeline b;
     b.add({"GET", "big"});
     std::vector<RedisReply> r;
     auto start = std::chrono::steady_clock::now();

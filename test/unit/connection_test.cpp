@@ -54,7 +54,7 @@ TEST_F(ConnectionTest, ReplyTypesAndErrorsAreValuesNotFailures)
     ASSERT_TRUE(server_.start());
     RedisConnection conn;
     ASSERT_TRUE(connect_url(conn, server_.url()).ok());
-    CommandBatch b;
+    CommandPipeline b;
     b.add({"SET", "s", "x"});
     b.add({"LPUSH", "s", "y"});
     b.add({"INCRBY", "n", "-5"});
@@ -83,7 +83,7 @@ TEST_F(ConnectionTest, Pipelined1000Commands)
     ASSERT_TRUE(server_.start());
     RedisConnection conn;
     ASSERT_TRUE(connect_url(conn, server_.url()).ok());
-    CommandBatch b;
+    CommandPipeline b;
     std::string value(90, 'v');
     for (int i = 0; i < 1000; ++i)
         b.add({"RPUSH", "pipe", value + std::to_string(i)});
@@ -109,7 +109,7 @@ TEST_F(ConnectionTest, TwentyMegabyteValueRoundTrip)
         big[i] = static_cast<char>('a' + (i * 7919) % 26);
     big[12345] = '\r';
     big[12346] = '\n';
-    CommandBatch b;
+    CommandPipeline b;
     b.add({"SET", "big", big});
     b.add({"STRLEN", "big"});
     b.add({"GET", "big"});
@@ -241,7 +241,7 @@ TEST_F(ConnectionTest, ConnectFailures)
 TEST_F(ConnectionTest, ExecuteWithoutConnection)
 {
     RedisConnection conn;
-    CommandBatch b;
+    CommandPipeline b;
     b.add({"PING"});
     std::vector<RedisReply> r;
     EXPECT_EQ(conn.execute(b, &r, 100, waiter_).code, Code::IoError);
@@ -253,7 +253,7 @@ TEST_F(ConnectionTest, StoppedServerTimesOut)
     RedisConnection conn;
     ASSERT_TRUE(connect_url(conn, server_.url()).ok());
     ASSERT_EQ(kill(server_.pid(), SIGSTOP), 0);
-    CommandBatch b;
+    CommandPipeline b;
     b.add({"PING"});
     std::vector<RedisReply> r;
     auto start = std::chrono::steady_clock::now();
@@ -282,7 +282,7 @@ TEST_F(ConnectionTest, InterruptedWaiterStopsTheCall)
     RedisConnection conn;
     ASSERT_TRUE(connect_url(conn, server_.url()).ok());
     ASSERT_EQ(kill(server_.pid(), SIGSTOP), 0);  // the reply cannot arrive before we wait
-    CommandBatch b;
+    CommandPipeline b;
     b.add({"PING"});
     std::vector<RedisReply> r;
     InterruptingWaiter interrupting(0);
@@ -314,7 +314,7 @@ TEST_F(ConnectionTest, ServerGoneIsIoError)
     ASSERT_TRUE(connect_url(conn, server_.url()).ok());
     RedisReply r = command(conn, {"CLIENT", "KILL", "SKIPME", "no"});
     EXPECT_EQ(r.type, RedisReply::Type::Integer);
-    CommandBatch b;
+    CommandPipeline b;
     b.add({"PING"});
     std::vector<RedisReply> replies;
     RedisStatus st = conn.execute(b, &replies, 2000, waiter_);

@@ -1,10 +1,10 @@
-// Tests of the large-payload path of the pure C++ layer: large arguments referenced (not copied)
-// by a CommandBatch and sent intact; jobs longer than Redis's bulk limit left out of the unit and
-// off the marker (TooLarge); and, against a real redis-server with a small proto-max-bulk-len,
-// the protocol error Redis sends before closing the connection read as a refusal.
+// Tests of the large-payload path of the pure C++ layer: large arguments referenced (not copied) by
+// a CommandPipeline and sent intact; jobs longer than Redis's bulk limit left out of the unit and
+// off the marker (TooLarge); and, against a real redis-server with a small proto-max-bulk-len, the
+// protocol error Redis sends before closing the connection read as a refusal.
 #include <gtest/gtest.h>
 
-#include "redis/command_batch.h"
+#include "redis/command_pipeline.h"
 #include "redis/delivery.h"
 #include "redis/targets/sidekiq_job.h"
 #include "resp_helper.h"
@@ -34,8 +34,8 @@ std::unique_ptr<QueueTarget> list_target()
 
 TEST(LargePayload, LargeArgumentIsReferencedNotCopied)
 {
-    const std::string big(CommandBatch::kReferenceAtLeast, 'b');
-    CommandBatch b;
+    const std::string big(CommandPipeline::kReferenceAtLeast, 'b');
+    CommandPipeline b;
     b.add({"RPUSH", "q", "small", big});
     EXPECT_EQ(b.wire(), resp({{"RPUSH", "q", "small", big}}));
     std::vector<std::string_view> pieces = b.pieces();
@@ -46,13 +46,13 @@ TEST(LargePayload, LargeArgumentIsReferencedNotCopied)
 
 TEST(LargePayload, TwoPartArgumentIsOneBulkString)
 {
-    const std::string tail(CommandBatch::kReferenceAtLeast + 3, 't');
-    CommandBatch b;
+    const std::string tail(CommandPipeline::kReferenceAtLeast + 3, 't');
+    CommandPipeline b;
     b.begin(2);
     b.arg("LPUSH");
     b.arg("head:", tail);
     EXPECT_EQ(b.wire(), resp({{"LPUSH", "head:" + tail}}));
-    CommandBatch small;
+    CommandPipeline small;
     small.begin(1);
     small.arg("ab", "cd");
     EXPECT_EQ(small.wire(), resp({{"abcd"}}));
@@ -83,7 +83,7 @@ TEST(LargePayload, JobOverTheBulkLimitIsLeftOutAndNotMarked)
     DeliveryPlan p;
     std::string error;
     ASSERT_TRUE(plan_delivery(*list_target(), jobs, "m", 1700000001.0, &p, &error, 100));
-    EXPECT_EQ(p.batch.wire(), resp({{"MULTI"}, {"RPUSH", "q", "a", "c"}, {"SET", "m", "1,3"}, {"EXEC"}}));
+    EXPECT_EQ(p.unit.wire(), resp({{"MULTI"}, {"RPUSH", "q", "a", "c"}, {"SET", "m", "1,3"}, {"EXEC"}}));
 
     RedisReply ok;
     ok.type = RedisReply::Type::Status;
@@ -122,7 +122,7 @@ TEST(LargePayload, SidekiqSizeCountsTheEnvelope)
     ASSERT_TRUE(plan_delivery(*t, {job(1, payload)}, "m", 1700000001.5, &p, &error, whole.size() - 1));
     ASSERT_EQ(p.oversized.size(), 1u) << "one byte over because of the envelope: left out";
     EXPECT_EQ(p.oversized[0].bytes, whole.size());
-    EXPECT_EQ(p.batch.wire(), resp({{"MULTI"}, {"SET", "m", ""}, {"EXEC"}}));
+    EXPECT_EQ(p.unit.wire(), resp({{"MULTI"}, {"SET", "m", ""}, {"EXEC"}}));
 }
 
 TEST(LargePayload, ReferencedPayloadArrivesIntact)
@@ -140,7 +140,7 @@ TEST(LargePayload, ReferencedPayloadArrivesIntact)
     ASSERT_TRUE(plan_delivery(*list_target(), jobs, "m", 0, &p, &error));
     PollWaiter waiter;
     std::vector<RedisReply> replies;
-    RedisStatus st = conn.execute(p.batch, &replies, 5000, waiter);
+    RedisStatus st = conn.execute(p.unit, &replies, 5000, waiter);
     ASSERT_TRUE(st.ok()) << st.message;
     EXPECT_EQ(command(conn, {"LINDEX", "q", "1"}).str, big);
     EXPECT_EQ(command(conn, {"LINDEX", "q", "2"}).str, "last");
@@ -153,7 +153,7 @@ TEST(LargePayload, ProtocolErrorBeforeTheCloseIsARefusal)
     RedisConnection conn;
     ASSERT_TRUE(connect_url(conn, server.url()).ok());
     std::string big(4 * 1024 * 1024, 'z');
-    CommandBatch b;
+    CommandPipeline b;
     b.add({"RPUSH", "q", big});
     PollWaiter waiter;
     std::vector<RedisReply> replies;

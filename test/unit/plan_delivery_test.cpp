@@ -48,12 +48,12 @@ TEST(PlanDelivery, ListIsOneRpushInIdOrder)
 {
     auto t = jobbuf::test::make_target("list", {{"key", "jobbuf:mail"}});
     DeliveryPlan p = plan(*t, {job(3, R"({"a": 1})"), job(5, R"({"b": 2})"), job(9, "{}")});
-    EXPECT_EQ(p.batch.wire(),
+    EXPECT_EQ(p.unit.wire(),
               "*1\r\n$5\r\nMULTI\r\n"
               "*5\r\n$5\r\nRPUSH\r\n$11\r\njobbuf:mail\r\n$8\r\n{\"a\": 1}\r\n$8\r\n{\"b\": 2}\r\n$2\r\n{}\r\n"
               "*3\r\n$3\r\nSET\r\n$10\r\njobbuf:m:1\r\n$5\r\n3,5,9\r\n"
               "*1\r\n$4\r\nEXEC\r\n");
-    EXPECT_EQ(p.batch.command_count(), 4u);
+    EXPECT_EQ(p.unit.command_count(), 4u);
     EXPECT_EQ(ranges(p), (Ranges{{0, 3}}));
 }
 
@@ -61,7 +61,7 @@ TEST(PlanDelivery, EmptyBatchStillSetsTheMarker)
 {
     auto t = jobbuf::test::make_target("list", {{"key", "k"}});
     DeliveryPlan p = plan(*t, {});
-    EXPECT_EQ(p.batch.wire(), resp({{"MULTI"}, {"SET", "jobbuf:m:1", ""}, {"EXEC"}}));
+    EXPECT_EQ(p.unit.wire(), resp({{"MULTI"}, {"SET", "jobbuf:m:1", ""}, {"EXEC"}}));
     EXPECT_TRUE(p.pushes.empty());
 }
 
@@ -69,7 +69,7 @@ TEST(PlanDelivery, StreamIsOneXaddPerJob)
 {
     auto t = jobbuf::test::make_target("stream", {{"key", "events"}});
     DeliveryPlan p = plan(*t, {job(7, R"({"e": 1})"), job(8, R"({"e": 2})")}, "mk");
-    EXPECT_EQ(p.batch.wire(),
+    EXPECT_EQ(p.unit.wire(),
               resp({{"MULTI"},
                     {"XADD", "events", "*", "id", "7", "uid", "010203040000000000000007", "payload", R"({"e": 1})"},
                     {"XADD", "events", "*", "id", "8", "uid", "010203040000000000000008", "payload", R"({"e": 2})"},
@@ -82,11 +82,11 @@ TEST(PlanDelivery, StreamWithMaxlen)
 {
     auto t = jobbuf::test::make_target("stream", {{"key", "events"}, {"maxlen", "10000"}});
     DeliveryPlan p = plan(*t, {job(12345678901LL, "{}")}, "mk");
-    EXPECT_EQ(p.batch.wire(), resp({{"MULTI"},
-                                    {"XADD", "events", "MAXLEN", "~", "10000", "*", "id", "12345678901", "uid",
-                                     "0102030400000002dfdc1c35", "payload", "{}"},
-                                    {"SET", "mk", "12345678901"},
-                                    {"EXEC"}}));
+    EXPECT_EQ(p.unit.wire(), resp({{"MULTI"},
+                                   {"XADD", "events", "MAXLEN", "~", "10000", "*", "id", "12345678901", "uid",
+                                    "0102030400000002dfdc1c35", "payload", "{}"},
+                                   {"SET", "mk", "12345678901"},
+                                   {"EXEC"}}));
 }
 
 namespace {
@@ -115,22 +115,22 @@ TEST(PlanDelivery, SidekiqImmediateIsSaddAndOneLpush)
     DeliveryPlan p =
         plan(*sidekiq("7"), {job(1, R"({"args": [1], "class": "A"})"), job(2, R"({"args": [2], "class": "A"})")},
              "jobbuf:batch");
-    EXPECT_EQ(p.batch.wire(), resp({{"MULTI"},
-                                    {"SADD", "queues", "critical"},
-                                    {"LPUSH", "queue:critical", kJob1, kJob2},
-                                    {"SET", "jobbuf:batch", "1,2"},
-                                    {"EXEC"}}));
+    EXPECT_EQ(p.unit.wire(), resp({{"MULTI"},
+                                   {"SADD", "queues", "critical"},
+                                   {"LPUSH", "queue:critical", kJob1, kJob2},
+                                   {"SET", "jobbuf:batch", "1,2"},
+                                   {"EXEC"}}));
     EXPECT_EQ(ranges(p), (Ranges{{0, 2}, {0, 2}}));
 }
 
 TEST(PlanDelivery, SidekiqNamespacePrefixesEveryKey)
 {
     DeliveryPlan p = plan(*sidekiq("7", "myapp"), {job(1, R"({"args": [1], "class": "A"})")}, "m");
-    EXPECT_EQ(p.batch.wire(), resp({{"MULTI"},
-                                    {"SADD", "myapp:queues", "critical"},
-                                    {"LPUSH", "myapp:queue:critical", kJob1},
-                                    {"SET", "m", "1"},
-                                    {"EXEC"}}));
+    EXPECT_EQ(p.unit.wire(), resp({{"MULTI"},
+                                   {"SADD", "myapp:queues", "critical"},
+                                   {"LPUSH", "myapp:queue:critical", kJob1},
+                                   {"SET", "m", "1"},
+                                   {"EXEC"}}));
 }
 
 TEST(PlanDelivery, SidekiqScheduledIsOneZadd)
@@ -138,7 +138,7 @@ TEST(PlanDelivery, SidekiqScheduledIsOneZadd)
     const double later = 1700003600.75;
     DeliveryPlan p = plan(*sidekiq("8", "ns"), {job(1, "{}", later), job(2, R"({"class": "B"})", later + 1)}, "m");
     EXPECT_EQ(
-        p.batch.wire(),
+        p.unit.wire(),
         resp(
             {{"MULTI"},
              {"ZADD", "ns:schedule", "1700003600.750000",
@@ -156,8 +156,8 @@ TEST(PlanDelivery, SidekiqMixedBatchKeepsIdOrderInRuns)
     DeliveryPlan p = plan(*sidekiq("7"), {job(1, "{}"), job(2, "{}"), job(3, "{}", later), job(4, "{}", kNow)}, "m");
     // run_at == now counts as immediate.
     EXPECT_EQ(ranges(p), (Ranges{{0, 2}, {0, 2}, {2, 3}, {3, 4}, {3, 4}}));
-    EXPECT_EQ(p.batch.command_count(), 8u);
-    const std::string& w = p.batch.wire();
+    EXPECT_EQ(p.unit.command_count(), 8u);
+    const std::string& w = p.unit.wire();
     std::size_t sadd1 = w.find("SADD"), lpush1 = w.find("LPUSH"), zadd = w.find("ZADD");
     std::size_t sadd2 = w.find("SADD", sadd1 + 1), lpush2 = w.find("LPUSH", lpush1 + 1);
     EXPECT_LT(sadd1, lpush1);

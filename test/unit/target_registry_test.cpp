@@ -22,7 +22,7 @@ std::string first_push_key(const QueueTarget& target)
     DeliveryPlan plan;
     std::string error;
     EXPECT_TRUE(plan_delivery(target, {job}, "m", 0, &plan, &error)) << error;
-    const auto pieces = plan.batch.pieces();
+    const auto pieces = plan.unit.pieces();
     std::string wire;
     for (auto piece : pieces)
         wire.append(piece.data(), piece.size());

@@ -141,7 +141,7 @@ bool RedisServer::start(const std::vector<std::string>& extra_args)
             ep.socket_path = socket_path_;
             PollWaiter waiter;
             if (conn.connect(ep, 1000, waiter).ok()) {
-                redis::CommandBatch ping;
+                redis::CommandPipeline ping;
                 ping.add({"PING"});
                 std::vector<redis::RedisReply> replies;
                 if (conn.execute(ping, &replies, 1000, waiter).ok())
@@ -191,11 +191,11 @@ redis::RedisStatus connect_url(redis::RedisConnection& conn, const std::string& 
 
 redis::RedisReply command(redis::RedisConnection& conn, std::initializer_list<std::string_view> args)
 {
-    redis::CommandBatch batch;
-    batch.add(args);
+    redis::CommandPipeline pipeline;
+    pipeline.add(args);
     std::vector<redis::RedisReply> replies;
     PollWaiter waiter;
-    redis::RedisStatus st = conn.execute(batch, &replies, 5000, waiter);
+    redis::RedisStatus st = conn.execute(pipeline, &replies, 5000, waiter);
     if (!st.ok() || replies.size() != 1) {
         ADD_FAILURE() << "command failed: " << st.message;
         return redis::RedisReply();
@@ -211,7 +211,7 @@ bool deliver_batch(redis::RedisConnection& conn, const redis::QueueTarget& targe
     EXPECT_TRUE(redis::plan_delivery(target, jobs, marker_key, now, &plan, error)) << *error;
     std::vector<redis::RedisReply> replies;
     PollWaiter waiter;
-    redis::RedisStatus st = conn.execute(plan.batch, &replies, 5000, waiter);
+    redis::RedisStatus st = conn.execute(plan.unit, &replies, 5000, waiter);
     EXPECT_TRUE(st.ok()) << st.message;
     return redis::read_delivery(plan, replies, jobs.size(), outcomes, error);
 }

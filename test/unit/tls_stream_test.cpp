@@ -75,7 +75,7 @@ protected:
         RedisStatus st = connect(conn, ep);
         if (!st.ok())
             return st;
-        CommandBatch ping;
+        CommandPipeline ping;
         ping.add({"PING"});
         std::vector<RedisReply> replies;
         return conn.execute(ping, &replies, 5000, waiter_);
@@ -105,18 +105,19 @@ TEST_F(TlsStreamTest, LargePipelinesAndValuesCrossIntact)
     RedisEndpoint ep = endpoint();
     ep.db = 3;
     ASSERT_TRUE(connect(conn, ep).ok());
-    // Values larger than one write chunk and one TLS record, and many small commands in one batch.
+    // Values larger than one write chunk and one TLS record, and many small commands in one
+    // pipeline.
     std::string big(5 * 1024 * 1024 + 17, 'x');
     for (std::size_t i = 0; i < big.size(); i += 4099)
         big[i] = static_cast<char>('a' + i % 26);
-    CommandBatch batch;
-    batch.add({"SET", "big", big});
+    CommandPipeline pipeline;
+    pipeline.add({"SET", "big", big});
     for (int i = 0; i < 20000; ++i)
-        batch.add({"RPUSH", "list", std::to_string(i)});
-    batch.add({"GET", "big"});
-    batch.add({"LLEN", "list"});
+        pipeline.add({"RPUSH", "list", std::to_string(i)});
+    pipeline.add({"GET", "big"});
+    pipeline.add({"LLEN", "list"});
     std::vector<RedisReply> replies;
-    RedisStatus st = conn.execute(batch, &replies, 5000, waiter_);
+    RedisStatus st = conn.execute(pipeline, &replies, 5000, waiter_);
     ASSERT_TRUE(st.ok()) << st.message;
     ASSERT_EQ(replies.size(), 20003u);
     EXPECT_EQ(replies[20001].str, big);

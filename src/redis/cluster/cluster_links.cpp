@@ -39,7 +39,7 @@ Redirect first_redirect(const std::vector<RedisReply>& replies)
 
 RedisStatus ask_slot_map(RedisConnection& link, bool tls, long timeout_ms, IoWaiter& waiter, SlotMap* map)
 {
-    CommandBatch shards;
+    CommandPipeline shards;
     shards.add({"CLUSTER", "SHARDS"});
     std::vector<RedisReply> replies;
     RedisStatus st = link.execute(shards, &replies, timeout_ms, waiter);
@@ -51,7 +51,7 @@ RedisStatus ask_slot_map(RedisConnection& link, bool tls, long timeout_ms, IoWai
             return st;
         return io_failure(Code::ProtocolError, error.c_str());
     }
-    CommandBatch slots;  // Redis before 7.0
+    CommandPipeline slots;  // Redis before 7.0
     slots.add({"CLUSTER", "SLOTS"});
     replies.clear();
     st = link.execute(slots, &replies, timeout_ms, waiter);
@@ -152,9 +152,9 @@ RedisStatus refresh_slot_map(ClusterLinks& cluster, long timeout_ms, IoWaiter& w
     }
 }
 
-RedisStatus slot_round_trip(ClusterLinks& cluster, int slot, const CommandBatch& batch, const CommandBatch* then,
-                            std::vector<RedisReply>* replies, long timeout_ms, long io_timeout_ms, IoWaiter& waiter,
-                            SlotTrip* trip) noexcept
+RedisStatus slot_round_trip(ClusterLinks& cluster, int slot, const CommandPipeline& pipeline,
+                            const CommandPipeline* then, std::vector<RedisReply>* replies, long timeout_ms,
+                            long io_timeout_ms, IoWaiter& waiter, SlotTrip* trip) noexcept
 {
     try {
         *trip = SlotTrip();
@@ -190,7 +190,7 @@ RedisStatus slot_round_trip(ClusterLinks& cluster, int slot, const CommandBatch&
                 continue;
             }
             if (asking) {
-                CommandBatch ask;
+                CommandPipeline ask;
                 ask.add({"ASKING"});
                 std::vector<RedisReply> ok;
                 st = link->execute(ask, &ok, io_timeout_ms, waiter);
@@ -198,7 +198,7 @@ RedisStatus slot_round_trip(ClusterLinks& cluster, int slot, const CommandBatch&
                     return st;  // nothing of the unit was sent yet
             }
             replies->clear();
-            st = link->execute(batch, replies, io_timeout_ms, waiter, then);
+            st = link->execute(pipeline, replies, io_timeout_ms, waiter, then);
             if (!st.ok()) {
                 trip->in_doubt = true;
                 cluster.links.erase(trip->node);

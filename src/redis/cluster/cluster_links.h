@@ -43,11 +43,11 @@ struct SlotTrip {
     std::string node;           // the node last asked ("host:port")
 };
 
-// Sends batch (then `then`, in the same round trip) to the node serving slot and reads the
+// Sends pipeline (then `then`, in the same round trip) to the node serving slot and reads the
 // replies, following MOVED, ASK and TRYAGAIN. io_timeout_ms bounds each round trip,
 // timeout_ms each connect.
-RedisStatus slot_round_trip(ClusterLinks& cluster, int slot, const CommandBatch& batch, const CommandBatch* then,
-                            std::vector<RedisReply>* replies, long timeout_ms, long io_timeout_ms, IoWaiter& waiter,
-                            SlotTrip* trip) noexcept;
+RedisStatus slot_round_trip(ClusterLinks& cluster, int slot, const CommandPipeline& pipeline,
+                            const CommandPipeline* then, std::vector<RedisReply>* replies, long timeout_ms,
+                            long io_timeout_ms, IoWaiter& waiter, SlotTrip* trip) noexcept;
 
 }  // namespace jobbuf::redis

@@ -10,14 +10,14 @@
 
 namespace jobbuf::redis {
 
-RedisStatus session_round_trip(DrainSession* session, int slot, const CommandBatch& batch,
+RedisStatus session_round_trip(DrainSession* session, int slot, const CommandPipeline& pipeline,
                                std::vector<RedisReply>* replies, long timeout_ms, IoWaiter& waiter,
-                               const CommandBatch* then)
+                               const CommandPipeline* then)
 {
     if (!session->is_cluster())
-        return session->connection.execute(batch, replies, timeout_ms, waiter, then);
+        return session->connection.execute(pipeline, replies, timeout_ms, waiter, then);
     SlotTrip trip;
-    RedisStatus status = slot_round_trip(session->cluster, slot < 0 ? 0 : slot, batch, then, replies,
+    RedisStatus status = slot_round_trip(session->cluster, slot < 0 ? 0 : slot, pipeline, then, replies,
                                          session->timeout_ms, timeout_ms, waiter, &trip);
     if (!status.ok())
         session->cluster.forget();
@@ -28,13 +28,13 @@ std::string marker_key_of(DrainSession* session, int slot)
 {
     if (slot < 0)
         return session->marker_key;
-    auto found = session->slot_tags.find(slot);
-    if (found == session->slot_tags.end())
-        found = session->slot_tags.emplace(slot, slot_tag(slot)).first;
+    auto found = session->hash_slot_tags.find(slot);
+    if (found == session->hash_slot_tags.end())
+        found = session->hash_slot_tags.emplace(slot, slot_tag(slot)).first;
     return session->marker_key + "{" + found->second + "}";
 }
 
-int target_slot(const QueueTarget& target, std::string* why)
+int target_hash_slot(const QueueTarget& target, std::string* why)
 {
     switch (target.kind()) {
         case TargetKind::Sidekiq:
@@ -102,7 +102,7 @@ RedisStatus scan_markers(DrainSession* session, const HostPort& at, IoWaiter& wa
     const std::string pattern = session->marker_key + "{*}";
     std::string cursor = "0";
     do {
-        CommandBatch scan;
+        CommandPipeline scan;
         scan.add({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
         std::vector<RedisReply> replies;
         status = link->execute(scan, &replies, session->timeout_ms, waiter);
@@ -117,14 +117,14 @@ RedisStatus scan_markers(DrainSession* session, const HostPort& at, IoWaiter& wa
         for (const RedisReply& key : reply.elements[1].elements)
             if (key.str.size() > pattern.size() - 2 &&
                 key.str.compare(0, session->marker_key.size() + 1, session->marker_key + "{") == 0)
-                session->marker_slots.insert(key_slot(key.str));
+                session->marker_hash_slots.insert(key_slot(key.str));
     } while (cursor != "0");
     return status;
 }
 
 }  // namespace
 
-SessionReport cluster_marker_slots(DrainSession* session, IoWaiter& waiter, std::vector<int>* slots)
+SessionReport cluster_marker_hash_slots(DrainSession* session, IoWaiter& waiter, std::vector<int>* slots)
 {
     if (!session->markers_scanned) {
         // Every master that serves slots now, and every online master (one importing a slot may
@@ -148,7 +148,7 @@ SessionReport cluster_marker_slots(DrainSession* session, IoWaiter& waiter, std:
         }
         session->markers_scanned = true;
     }
-    slots->assign(session->marker_slots.begin(), session->marker_slots.end());
+    slots->assign(session->marker_hash_slots.begin(), session->marker_hash_slots.end());
     return {};
 }
 

@@ -23,10 +23,10 @@ std::string host_port(const std::string& host, int port)
 RedisStatus ask(RedisConnection& conn, std::initializer_list<std::string_view> args, long timeout_ms, IoWaiter& waiter,
                 RedisReply* reply)
 {
-    CommandBatch batch;
-    batch.add(args);
+    CommandPipeline pipeline;
+    pipeline.add(args);
     std::vector<RedisReply> replies;
-    RedisStatus st = conn.execute(batch, &replies, timeout_ms, waiter);
+    RedisStatus st = conn.execute(pipeline, &replies, timeout_ms, waiter);
     if (!st.ok())
         return st;
     *reply = std::move(replies.at(0));

@@ -36,7 +36,7 @@ namespace {
 
 using Code = RedisStatus::Code;
 
-// One SSL_write: a few TLS records (16 KB each), so that a batch of small commands is not sent
+// One SSL_write: a few TLS records (16 KB each), so that a pipeline of small commands is not sent
 // as one record per command.
 constexpr std::size_t kWriteChunk = 64 * 1024;
 

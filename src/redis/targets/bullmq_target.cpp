@@ -88,7 +88,7 @@ public:
         }
         if (encoded.empty())
             return;
-        CommandBatch& b = plan->batch;
+        CommandPipeline& b = plan->unit;
         b.begin(3 + kScriptKeyCount + 1 + kArgsPerJob * encoded.size());
         b.arg("EVAL");
         b.arg(kBullmqAddScript);

@@ -93,7 +93,7 @@ public:
         }
         if (messages.empty())
             return;
-        CommandBatch& b = plan->batch;
+        CommandPipeline& b = plan->unit;
         b.begin(2 + messages.size());
         b.arg("LPUSH");
         b.arg(queue_);

@@ -23,7 +23,7 @@ public:
         std::size_t n = count_sent(skip, 0, jobs.size());
         if (n == 0)
             return;
-        CommandBatch& b = plan->batch;
+        CommandPipeline& b = plan->unit;
         b.begin(2 + n);
         b.arg("RPUSH");
         b.arg(key_);

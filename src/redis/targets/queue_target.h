@@ -20,7 +20,7 @@ public:
     virtual TargetKind kind() const = 0;
     virtual const TargetTraits& traits() const = 0;
 
-    // The keys its units write (a Redis Cluster serves a unit only when they share one slot).
+    // The keys its units write (a Redis Cluster serves a unit only when they share one hash slot).
     virtual std::vector<std::string> written_keys() const = 0;
 
     // At least as many bytes as any job's bulk string carries beyond its payload: lets the size
@@ -34,7 +34,7 @@ public:
         return job.payload.size();
     }
 
-    // Appends the unit's pushes (the commands between MULTI and the marker) to plan->batch and
+    // Appends the unit's pushes (the commands between MULTI and the marker) to plan->unit and
     // their job ranges to plan->pushes, for the jobs not skipped, in id order. May throw
     // std::bad_alloc.
     virtual void plan_pushes(const std::vector<StagedJob>& jobs, const SkippedJobs& skip, double now_epoch,

@@ -50,7 +50,7 @@ public:
     void plan_pushes(const std::vector<StagedJob>& jobs, const SkippedJobs& skip, double now_epoch,
                      DeliveryPlan* plan) const override
     {
-        CommandBatch& b = plan->batch;
+        CommandPipeline& b = plan->unit;
         const std::string queues_key = options_.namespace_prefix + "queues";
         const std::string queue_key = options_.namespace_prefix + "queue:" + options_.sidekiq_queue;
         const std::string schedule_key = options_.namespace_prefix + "schedule";

@@ -32,7 +32,7 @@ public:
     void plan_pushes(const std::vector<StagedJob>& jobs, const SkippedJobs& skip, double,
                      DeliveryPlan* plan) const override
     {
-        CommandBatch& b = plan->batch;
+        CommandPipeline& b = plan->unit;
         const std::string maxlen = maxlen_ > 0 ? decimal(maxlen_) : std::string();
         for (std::size_t i = 0; i < jobs.size(); ++i) {
             if (!is_sent(skip, i))

@@ -77,7 +77,7 @@ void append_job_uid(const StagedJob& job, std::string* out)
 
 void plan_refusal(std::size_t job, std::string_view why, DeliveryPlan* plan)
 {
-    plan->batch.add({"EVAL", "return redis.error_reply(ARGV[1])", "0", why});
+    plan->unit.add({"EVAL", "return redis.error_reply(ARGV[1])", "0", why});
     plan->pushes.push_back(DeliveryPlan::PushRange{job, job + 1});
 }
 

@@ -1,33 +1,33 @@
-// Tests of the RESP serialization (CommandBatch) and of is_transient_error.
+// Tests of the RESP serialization (CommandPipeline) and of is_transient_error.
 #include <gtest/gtest.h>
 
-#include "redis/command_batch.h"
+#include "redis/command_pipeline.h"
 #include "redis/reply.h"
 #include "resp_helper.h"
 
-using jobbuf::redis::CommandBatch;
+using jobbuf::redis::CommandPipeline;
 using jobbuf::redis::is_transient_error;
 
-TEST(CommandBatch, ExactRespBytes)
+TEST(CommandPipeline, ExactRespBytes)
 {
-    CommandBatch b;
+    CommandPipeline b;
     b.add({"SET", "key", "va\r\nlue"});
     b.add({"PING"});
     EXPECT_EQ(b.wire(), "*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$7\r\nva\r\nlue\r\n*1\r\n$4\r\nPING\r\n");
     EXPECT_EQ(b.command_count(), 2u);
 }
 
-TEST(CommandBatch, EmptyAndBinaryArguments)
+TEST(CommandPipeline, EmptyAndBinaryArguments)
 {
-    CommandBatch b;
+    CommandPipeline b;
     std::string binary("a\0b", 3);
     b.add({"SET", "", binary});
     EXPECT_EQ(b.wire(), std::string("*3\r\n$3\r\nSET\r\n$0\r\n\r\n$3\r\na\0b\r\n", 28));
 }
 
-TEST(CommandBatch, IncrementalFormMatchesAdd)
+TEST(CommandPipeline, IncrementalFormMatchesAdd)
 {
-    CommandBatch a, b;
+    CommandPipeline a, b;
     a.add({"RPUSH", "jobbuf:q", "{\"x\": 1}", std::string(1000, 'z')});
     b.begin(4);
     b.arg("RPUSH");
@@ -39,9 +39,9 @@ TEST(CommandBatch, IncrementalFormMatchesAdd)
     EXPECT_EQ(a.wire(), jobbuf::test::resp({{"RPUSH", "jobbuf:q", "{\"x\": 1}", std::string(1000, 'z')}}));
 }
 
-TEST(CommandBatch, ManyArgumentsAndClear)
+TEST(CommandPipeline, ManyArgumentsAndClear)
 {
-    CommandBatch b;
+    CommandPipeline b;
     std::vector<std::string> cmd = {"RPUSH", "k"};
     b.begin(1002);
     b.arg("RPUSH");

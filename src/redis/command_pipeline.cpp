@@ -5,7 +5,7 @@
 
 #include <charconv>
 
-#include "redis/command_batch.h"
+#include "redis/command_pipeline.h"
 
 namespace jobbuf::redis {
 namespace {
@@ -22,7 +22,7 @@ void append_header(std::string* wire, char kind, std::size_t n)
 
 }  // namespace
 
-void CommandBatch::add(std::initializer_list<std::string_view> args)
+void CommandPipeline::add(std::initializer_list<std::string_view> args)
 {
     std::size_t bytes = 16;
     for (std::string_view a : args)
@@ -33,13 +33,13 @@ void CommandBatch::add(std::initializer_list<std::string_view> args)
         arg(a);
 }
 
-void CommandBatch::begin(std::size_t argc)
+void CommandPipeline::begin(std::size_t argc)
 {
     append_header(&owned_, '*', argc);
     ++commands_;
 }
 
-void CommandBatch::append_part(std::string_view part)
+void CommandPipeline::append_part(std::string_view part)
 {
     if (part.size() >= kReferenceAtLeast) {
         references_.push_back(Reference{owned_.size(), part});
@@ -49,14 +49,14 @@ void CommandBatch::append_part(std::string_view part)
     }
 }
 
-void CommandBatch::arg(std::string_view a)
+void CommandPipeline::arg(std::string_view a)
 {
     append_header(&owned_, '$', a.size());
     append_part(a);
     owned_.append("\r\n", 2);
 }
 
-void CommandBatch::arg(std::string_view head, std::string_view tail)
+void CommandPipeline::arg(std::string_view head, std::string_view tail)
 {
     append_header(&owned_, '$', head.size() + tail.size());
     owned_.append(head.data(), head.size());
@@ -64,7 +64,7 @@ void CommandBatch::arg(std::string_view head, std::string_view tail)
     owned_.append("\r\n", 2);
 }
 
-std::vector<std::string_view> CommandBatch::pieces() const
+std::vector<std::string_view> CommandPipeline::pieces() const
 {
     std::vector<std::string_view> out;
     out.reserve(2 * references_.size() + 1);
@@ -81,7 +81,7 @@ std::vector<std::string_view> CommandBatch::pieces() const
     return out;
 }
 
-std::string CommandBatch::wire() const
+std::string CommandPipeline::wire() const
 {
     std::string out;
     out.reserve(size());
@@ -90,7 +90,7 @@ std::string CommandBatch::wire() const
     return out;
 }
 
-void CommandBatch::clear()
+void CommandPipeline::clear()
 {
     owned_.clear();
     references_.clear();

@@ -1,6 +1,6 @@
 // Pure C++ regime: a pipeline of Redis commands serialized into RESP, ready to write. Small
-// arguments are copied into the batch's own buffer; large ones (job payloads) are referenced
-// where they already are, so a batch never holds a second copy of its payloads.
+// arguments are copied into the pipeline's own buffer; large ones (job payloads) are referenced
+// where they already are, so a pipeline never holds a second copy of its payloads.
 #pragma once
 #include <cstddef>
 #include <initializer_list>
@@ -10,7 +10,7 @@
 
 namespace jobbuf::redis {
 
-class CommandBatch {
+class CommandPipeline {
 public:
     // Arguments at least this long are referenced rather than copied (see arg()).
     static constexpr std::size_t kReferenceAtLeast = 16 * 1024;
@@ -21,17 +21,18 @@ public:
 
     // Incremental form for commands with many arguments: begin(n) then exactly n arg() calls.
     // An argument of kReferenceAtLeast bytes or more is not copied: its bytes must stay valid and
-    // unchanged until the batch is sent or cleared.
+    // unchanged until the pipeline is sent or cleared.
     void begin(std::size_t argc);
     void arg(std::string_view a);
     // One argument made of two parts sent back to back (head copied; tail referenced like arg()).
     void arg(std::string_view head, std::string_view tail);
 
     std::size_t command_count() const { return commands_; }
-    // The bytes to write, in order: the batch's own buffer interleaved with referenced arguments.
+    // The bytes to write, in order: the pipeline's own buffer interleaved with referenced
+    // arguments.
     std::vector<std::string_view> pieces() const;
     std::size_t size() const { return owned_.size() + referenced_bytes_; }
-    // The whole batch as one string (tests and small batches; copies referenced arguments).
+    // The whole pipeline as one string (tests and small pipelines; copies referenced arguments).
     std::string wire() const;
     void clear();
 
