@@ -34,6 +34,9 @@ end
   next unless j
   c, e = num(r["drain_#{t}_ceiling"]), num(r["drain_#{t}_external"])
   add.("drain #{t} (jobs/s)", j, "SQL-only DELETE..RETURNING", c, j / c, "jobbuf/ceiling >= 0.90", j / c >= 0.90)
+  if t == "list" && (ri = num(r["drain_list_redis_ingest"]))
+    add.("  same against Redis's own ingest", j, "redis-benchmark LPUSH x100", ri, j / ri, "jobbuf/redis >= 0.50 (goal)", j / ri >= 0.50)
+  end
   add.("drain #{t} (jobs/s)", j, "external Ruby enqueuer", e, j / e, "jobbuf/external >= 2.5", j / e >= 2.5)
   sq = num(r["drain_#{t}_sql"])
   add.("  same, worker's SQL path", sq, "SQL-only DELETE..RETURNING", c, sq / c, "(owner-changed table, info)", nil) if sq

@@ -35,15 +35,20 @@ extern "C" {
 namespace {
 
 constexpr long kCheckEveryMs = 200;
-// Due when the heap has reached 8 MB and its live rows fill at most half of it: under a
+// Due when the heap has reached 8 MB and its live rows fill at most a quarter of it: under a
 // working vacuum the table stays below that, so rotation only acts when vacuum cannot reclaim.
-// While the xmin horizon is held back (a long transaction, pg_dump), due from 1 MB already:
-// every scan that walks the index entries of delivered jobs (a full pass, the census) must
-// visit the heap for each one, since none can be marked dead; 8 MB of them cost 10-17 ms per
-// walk at 2,000 jobs/s, 1 MB about an eighth of that.
+// While the xmin horizon is held back by a transaction or snapshot older than 15 s (a report,
+// pg_dump, a session idle in transaction), due from 1 MB already, with live rows filling at most
+// half of it: every scan that walks the index entries of delivered jobs (a full pass, the
+// census) visits the heap for each one, since none can be marked dead; 8 MB of them cost 7-17 ms
+// per walk at 2,000 jobs/s, 1 MB about an eighth of that. 15 s and not less: a horizon a few
+// seconds behind is normal (an ANALYZE, a standby's feedback every 10 s), and rotations cost
+// their lock, their copy and new catalog rows.
 constexpr BlockNumber kRotateAtBlocks = (8 * 1024 * 1024) / BLCKSZ;
+constexpr uint64 kLiveShare = 4;
 constexpr BlockNumber kRotateHeldAtBlocks = (1024 * 1024) / BLCKSZ;
-constexpr uint64 kLiveShare = 2;
+constexpr uint64 kHeldLiveShare = 2;
+constexpr long kHeldAfterMs = 15 * 1000;
 // Producers wait for the rotation once it holds the lock: it moves at most this much.
 constexpr uint64 kMaxLiveRows = 10000;
 constexpr uint64 kMaxLiveBytes = 32 * 1024 * 1024;
@@ -53,10 +58,10 @@ constexpr long kLockSpinUs = 20000;
 constexpr long kLockPollUs = 200;
 constexpr long kRetryMinMs = 100;
 constexpr long kRetryMaxMs = 2000;
-// A heap of 8 MB or more with too many live rows (a backlog) is looked at again after 5 s; a
-// smaller one (rotation due because the horizon is held) at the normal pace, since the live rows
-// of a burst are delivered within moments and counting them costs little.
+// A table with too many live rows (a backlog) is looked at again after 5 s; one below 8 MB after
+// 1 s (the live rows of a burst are delivered within moments, and counting them costs little).
 constexpr long kTooLiveRetryMs = 5000;
+constexpr long kTooLiveSmallRetryMs = 1000;
 
 // The tables the worker rotates, each checked on its own schedule.
 struct RotatedTable {
@@ -66,31 +71,55 @@ struct RotatedTable {
     bool (*is_pristine)(Relation rel);  // as the extension made it: a TRUNCATE changes nothing else
     TimestampTz next_check;
     long lock_retry_ms;
-    // The next transaction id as of the previous check: when the xmin horizon has not passed it
-    // since, a transaction or snapshot older than that check still runs, and rows deleted
-    // meanwhile cannot be vacuumed.
-    TransactionId next_xid_at_last_check;
     BlockNumber last_blocks;  // the heap's size at the last check
 };
+
+// The next transaction id as the worker saw it over the last 30 s or so, one sample a second:
+// when the xmin horizon has not passed the one of 15 s ago, a transaction or snapshot older than
+// that still runs, and nothing deleted since can be vacuumed.
+struct NextXidSample {
+    TimestampTz at;
+    TransactionId next_xid;
+};
+constexpr int kNextXidSamples = 32;
+NextXidSample next_xid_samples[kNextXidSamples];
+int next_xid_newest = -1;
+
+void sample_next_xid(TimestampTz now)
+{
+    if (next_xid_newest >= 0 && now - next_xid_samples[next_xid_newest].at < 1000 * 1000)
+        return;
+    next_xid_newest = (next_xid_newest + 1) % kNextXidSamples;
+    next_xid_samples[next_xid_newest] = {now, ReadNextTransactionId()};
+}
+
+bool horizon_held_back(Relation rel)
+{
+    if (next_xid_newest < 0)
+        return false;
+    // The newest sample at least kHeldAfterMs old (none yet: not known to be held).
+    TimestampTz cutoff = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), -kHeldAfterMs);
+    for (int k = 0; k < kNextXidSamples; k++) {
+        const NextXidSample& sample = next_xid_samples[(next_xid_newest - k + kNextXidSamples) % kNextXidSamples];
+        if (sample.at == 0)
+            return false;
+        if (sample.at <= cutoff)
+            return TransactionIdPrecedes(GetOldestNonRemovableTransactionId(rel), sample.next_xid);
+    }
+    return false;
+}
 
 bool stats_table_is_pristine(Relation rel);
 
 RotatedTable rotated_tables[] = {
-    {"jobs", kRotateAtBlocks, kRotateHeldAtBlocks, jobs_table_is_pristine, 0, kRetryMinMs, InvalidTransactionId, 0},
+    {"jobs", kRotateAtBlocks, kRotateHeldAtBlocks, jobs_table_is_pristine, 0, kRetryMinMs, 0},
     // The worker updates a queue's counters row in every batch (by its address, not walking its
     // versions: delivery_stats.cpp): under a held snapshot each batch leaves a version nobody
-    // can remove, which readers of the table walk past. 128 pages hold about 5,000 versions.
-    {"queue_stats", 128, 128, stats_table_is_pristine, 0, kRetryMinMs, InvalidTransactionId, 0},
+    // can remove, which readers of the table walk past. 128 pages hold about 12,000 versions.
+    {"queue_stats", 128, 128, stats_table_is_pristine, 0, kRetryMinMs, 0},
 };
 
 enum class Outcome { NotDue, Rotated, LockBusy, TooLive };
-
-bool horizon_held_back(const RotatedTable& table, Relation rel)
-{
-    TransactionId horizon = GetOldestNonRemovableTransactionId(rel);
-    return TransactionIdIsNormal(table.next_xid_at_last_check) &&
-           TransactionIdPrecedes(horizon, table.next_xid_at_last_check);
-}
 
 // jobbuf.queue_stats as created: a plain table whose only triggers are its foreign key's, with no
 // rules, no row security and nothing referencing it.
@@ -198,14 +227,16 @@ Outcome try_rotation(RotatedTable& table)
     // it would see a TRUNCATE, or refuse it.
     BlockNumber blocks = RelationGetNumberOfBlocks(rel);
     table.last_blocks = blocks;
-    if (rel->rd_rel->relam != HEAP_TABLE_AM_OID || !table.is_pristine(rel) || blocks < table.held_at_blocks ||
-        (blocks < table.rotate_at_blocks && !horizon_held_back(table, rel))) {
+    bool held = blocks >= table.held_at_blocks && blocks < table.rotate_at_blocks && horizon_held_back(rel);
+    if (rel->rd_rel->relam != HEAP_TABLE_AM_OID || !table.is_pristine(rel) ||
+        (blocks < table.rotate_at_blocks && !held)) {
         table_close(rel, NoLock);
         return Outcome::NotDue;
     }
-    uint64 heap_bytes = static_cast<uint64>(RelationGetNumberOfBlocks(rel)) * BLCKSZ;
+    uint64 heap_bytes = static_cast<uint64>(blocks) * BLCKSZ;
     LiveRows rows;
-    bool mostly_dead = read_live_rows(rel, kMaxLiveRows, heap_bytes / kLiveShare, false, &rows);
+    bool mostly_dead =
+        read_live_rows(rel, kMaxLiveRows, heap_bytes / (held ? kHeldLiveShare : kLiveShare), false, &rows);
     table_close(rel, NoLock);
     if (!mostly_dead)
         return Outcome::TooLive;
@@ -236,11 +267,11 @@ Outcome try_rotation(RotatedTable& table)
 
 void rotate_storage_if_due(void)
 {
+    sample_next_xid(GetCurrentTimestamp());
     for (RotatedTable& table : rotated_tables) {
         if (GetCurrentTimestamp() < table.next_check)
             continue;
         begin_worker_transaction("jobbuf: storage rotation");
-        TransactionId next_xid = ReadNextTransactionId();
         Outcome outcome = try_rotation(table);
         commit_worker_transaction();  // unless it rotated, nothing was written: this releases the locks
         long wait_ms = kCheckEveryMs;
@@ -250,7 +281,7 @@ void rotate_storage_if_due(void)
                 table.lock_retry_ms = Min(table.lock_retry_ms * 2, kRetryMaxMs);
                 break;
             case Outcome::TooLive:
-                wait_ms = table.last_blocks >= table.rotate_at_blocks ? kTooLiveRetryMs : kCheckEveryMs;
+                wait_ms = table.last_blocks >= table.rotate_at_blocks ? kTooLiveRetryMs : kTooLiveSmallRetryMs;
                 break;
             case Outcome::Rotated:
             case Outcome::NotDue:
@@ -258,6 +289,5 @@ void rotate_storage_if_due(void)
                 break;
         }
         table.next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
-        table.next_xid_at_last_check = next_xid;
     }
 }

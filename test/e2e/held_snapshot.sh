@@ -3,14 +3,15 @@
 # jobs keep flowing and jobbuf.jobs stays bounded because the worker rotates it (TRUNCATE, live
 # rows put back), not because vacuum removes anything. Checks the mechanism, not timings:
 #  * without a held horizon a heap of a few MB is left to vacuum (rotation is due from 8 MB);
-#  * under a held horizon the table's file changed (rotations happened) and its heap stayed near
-#    the 1 MB from which rotation is then due, far below what the delivered jobs' dead rows would
+#  * under a horizon held back for more than 15 s the table's file changed (rotations happened)
+#    and its heap stayed near the 1 MB from which rotation is then due, far below what the delivered jobs' dead rows would
 #    take; jobbuf.queue_stats, whose counters row the worker updates in every batch, is rotated
 #    as well and its counters are intact;
 #  * a scheduled job, a claimed group with a live lease, a waiting unique job of a paused queue, a
 #    job in backoff and a held job (another installation's owner and origin) keep their ids and every column; the group still completes; the unique key
 #    still refuses a duplicate; the old snapshot still sees the rows that were put back;
-#  * while a transaction holds ACCESS SHARE on jobbuf.jobs (what pg_dump holds for its whole run)
+#  * while a transaction holds ACCESS SHARE on jobbuf.jobs (what pg_dump holds from the copy of its
+#    rows to the end of the dump)
 #    rotation does not happen and producers are never queued behind it; once it ends, it does;
 #  * a live backlog above the cap is left alone, and rotated once it drains.
 source "$(dirname "$0")/tools/lib.sh"
@@ -73,6 +74,10 @@ tx_open
 tx_run "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM analytics;"
 held_xmin=$(jb_sql "SELECT backend_xmin FROM pg_stat_activity WHERE backend_xmin IS NOT NULL AND state = 'idle in transaction'")
 check "the held transaction holds the xmin horizon" test -n "$held_xmin"
+# Rotation is due from 1 MB once the horizon is held back by more than 15 s: past a transaction
+# that took an id after the snapshot, and 17 s later.
+jb_sql "SELECT txid_current()" >/dev/null
+sleep 17
 
 # stage_rounds FROM TO: rounds of PER_ROUND jobs, each delivered before the next; records the
 # largest heap and total size of jobbuf.jobs and the files it had.
@@ -138,7 +143,8 @@ expect_eq "the old snapshot sees the jobs put back" "$(cat "$TX_FIFO.out")" 5
 tx_close ROLLBACK
 expect_eq "the claimed group completes after rotation" "$(jb_sql "SELECT jobbuf_complete('$group')")" 1
 
-# pg_dump's lock: ACCESS SHARE held for its whole run. Rotation tries and never queues; producers
+# pg_dump's lock: ACCESS SHARE held from the copy of the rows to the end of the dump. Rotation
+# tries and never queues; producers
 # (lock_timeout 10 s) are never stuck behind it.
 tx_open
 tx_run "BEGIN ISOLATION LEVEL REPEATABLE READ; LOCK TABLE jobbuf.jobs IN ACCESS SHARE MODE;"
