@@ -186,14 +186,14 @@ wait_queue_empty() {  # wait_queue_empty QUEUE TIMEOUT
 
 # --- 1. drain throughput ---------------------------------------------------------------------
 # Redis's own ingest of list jobs on the same server, what the list drain is held against:
-# redis-benchmark, one connection, LPUSH of 100 values of 105 bytes per command (the benchmark
+# redis-benchmark, 50 connections (its default), LPUSH of 100 values of 105 bytes per command (the benchmark
 # payload's size as a list entry), 20,000 commands; jobs/s = commands/s x 100.
 redis_ingest() {
   local values out rps
   values=$(for i in $(seq 1 100); do printf '%0105d ' "$i"; done)
   say "drain list, round $1: Redis's own ingest (redis-benchmark, LPUSH of 100 values of 105 bytes)"
   # shellcheck disable=SC2086 # the 100 values are 100 arguments
-  out=$(redis-benchmark -p "$JB_REDIS_PORT" -c 1 -n 20000 -q LPUSH bench:ingest $values | tr '\r' '\n' | grep 'requests per second' | tail -n 1)
+  out=$(redis-benchmark -p "$JB_REDIS_PORT" -c 50 -n 20000 -q LPUSH bench:ingest $values | tr '\r' '\n' | grep 'requests per second' | tail -n 1)
   rps=$(sed -E 's/.*: ([0-9.]+) requests per second.*/\1/' <<<"$out")
   [ -n "$rps" ] || fail "redis-benchmark printed no rate: $out"
   echo "$rps commands/s: $(div "$(awk -v r="$rps" 'BEGIN { printf "%.0f", r * 100 }')" 1) jobs/s"
