@@ -6,6 +6,8 @@
 //        ExecCheckPermissions(), and ExecInitRangeTable() takes the permission list;
 //  * 16: ExecInsertIndexTuples() takes onlySummarizing (false: a plain insert updates every index);
 //  * 16: get_guc_variables() returns the number of settings (GetNumConfigOptions() is gone);
+//  * 16: RelationSetNewRelfilenode() became RelationSetNewRelfilenumber();
+//  * 17: reindex_index() takes the REINDEX statement (none here) first;
 //  * 18: ExecInitRangeTable() takes the unpruned range table indexes (all of them here), and
 //        index_beginscan() the scan's instrumentation (none here);
 //  * 19: ExecInsertIndexTuples() takes its options as flags (EIIT_*) before the slot,
@@ -20,6 +22,7 @@
 extern "C" {
 #include "access/genam.h"
 #include "access/tableam.h"
+#include "catalog/index.h"
 #include "catalog/pg_database.h"
 #include "catalog/pg_extension.h"
 #include "executor/executor.h"
@@ -217,5 +220,26 @@ static inline IndexScanDesc jobbuf_index_beginscan(Relation heap, Relation index
     return index_beginscan(heap, index, snapshot, nullptr, nkeys, norderbys);
 #else
     return index_beginscan(heap, index, snapshot, nkeys, norderbys);
+#endif
+}
+
+// Gives rel a new, empty file, the old one dropped at commit (TRUNCATE's way).
+static inline void jobbuf_set_new_relfilenumber(Relation rel)
+{
+#if PG_VERSION_NUM >= 160000
+    RelationSetNewRelfilenumber(rel, rel->rd_rel->relpersistence);
+#else
+    RelationSetNewRelfilenode(rel, rel->rd_rel->relpersistence);
+#endif
+}
+
+// Rebuilds an index into a new file from its table (REINDEX INDEX, quietly).
+static inline void jobbuf_reindex_index(Oid index, char persistence)
+{
+    ReindexParams params = {};
+#if PG_VERSION_NUM >= 170000
+    reindex_index(nullptr, index, false, persistence, &params);
+#else
+    reindex_index(index, false, persistence, &params);
 #endif
 }

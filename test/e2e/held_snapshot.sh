@@ -3,9 +3,10 @@
 # jobs keep flowing and jobbuf.jobs stays bounded because the worker rotates it (TRUNCATE, live
 # rows put back), not because vacuum removes anything. Checks the mechanism, not timings:
 #  * without a held horizon a heap of a few MB is left to vacuum (rotation is due from 8 MB);
-#  * under a horizon held back for more than 15 s the table's file changed (rotations happened)
-#    and its heap stayed near the 1 MB from which rotation is then due, far below what the delivered jobs' dead rows would
-#    take; jobbuf.queue_stats, whose counters row the worker updates in every batch, is rotated
+#  * under a horizon held back for more than 15 s, each round of 1.2 MB of jobs is reclaimed once
+#    delivered: the table's file changes after every round (rotation is then due from 1 MB, at
+#    most every 2 s), and its heap stays near 1 MB, far below what the delivered jobs' dead rows
+#    would take; jobbuf.queue_stats, whose counters row the worker updates in every batch, is rotated
 #    as well and its counters are intact;
 #  * a scheduled job, a claimed group with a live lease, a waiting unique job of a paused queue, a
 #    job in backoff and a held job (another installation's owner and origin) keep their ids and every column; the group still completes; the unique key
@@ -16,13 +17,13 @@
 #  * a live backlog above the cap is left alone, and rotated once it drains.
 source "$(dirname "$0")/tools/lib.sh"
 
-ROUNDS=${HELD_SNAPSHOT_ROUNDS:-40}
+ROUNDS=${HELD_SNAPSHOT_ROUNDS:-16}
 PER_ROUND=5000
 PAD=$(printf 'x%.0s' $(seq 1 200))
 BOUND_BYTES=$((12 * 1024 * 1024))   # rotation starts at 8 MB of heap; one round adds ~1.2 MB
 HELD_BOUND_BYTES=$((4 * 1024 * 1024))  # ... and at 1 MB while the horizon is held back
 
-e2e_start
+e2e_start "wal_level = logical"
 # Every session of this script gives up on a lock after 10 s: a rotation queued for its lock
 # (behind the ACCESS SHARE below) would block them all, which must show as a failure, not a hang.
 export PGOPTIONS="${PGOPTIONS:-} -c lock_timeout=10s"
@@ -39,6 +40,9 @@ SELECT jobbuf_stage('flow', '{"later": true}'::jsonb, now() + interval '1 day');
 SELECT jobbuf_stage('parked', '{"unique": true}'::jsonb, NULL, 'only-once');
 SELECT jobbuf_stage('consumed', '{"claimed": true}'::jsonb);
 SELECT jobbuf_stage('consumed', '{"backoff": true}'::jsonb);
+-- Scheduled, with a payload stored out of line in the TOAST table (500 kB that do not compress).
+SELECT jobbuf_stage('flow', jsonb_build_object('large', (SELECT string_agg(md5(n::text), '') FROM generate_series(1, 16000) n)),
+                    now() + interval '1 day');
 -- Held: staged under another installation (a restored dump's job); skipped until released.
 INSERT INTO jobbuf.jobs (queue, payload, origin, owner)
 VALUES ('flow', '{"held": true}', '00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000001');
@@ -47,9 +51,20 @@ group=$(jb_sql "SELECT DISTINCT group_id FROM jobbuf_claim('consumed', 1)")
 backoff_group=$(jb_sql "SELECT DISTINCT group_id FROM jobbuf_claim('consumed', 1)")
 jb_sql "SELECT jobbuf_fail('$backoff_group', 'try again')" >/dev/null
 kept_rows_sql="SELECT string_agg(row_to_json(j)::text, ' ' ORDER BY id) FROM jobbuf.jobs j"
+
+# A streaming standby, made before any rotation: it replays each one from the WAL.
+REPLICA=$JB_RUN/replica REPLICA_PORT=$(jb_free_port)
+replica_sql() { psql -X -qtAX -v ON_ERROR_STOP=1 -h "$JB_RUN" -p "$REPLICA_PORT" -U postgres -d "$JB_DB" -c "$1"; }
+trap 'jb_as_postgres "$JB_PGBIN/pg_ctl" -D "$REPLICA" -m immediate stop >/dev/null 2>&1; e2e_cleanup' EXIT
+jb_as_postgres "$JB_PGBIN/pg_basebackup" -h 127.0.0.1 -p "$JB_PGPORT" -U postgres -D "$REPLICA" -R -X stream -c fast \
+  >"$JB_RUN/basebackup.log" 2>&1 || { cat "$JB_RUN/basebackup.log" >&2; fail "pg_basebackup -R"; }
+echo "port = $REPLICA_PORT" >>"$REPLICA/postgresql.conf"
+jb_as_postgres "$JB_PGBIN/pg_ctl" -D "$REPLICA" -l "$JB_RUN/replica.log" -w -t 60 start >/dev/null || fail "the standby starts"
+expect_eq "a streaming standby follows" "$(replica_sql "SELECT pg_is_in_recovery()")" t
 kept_before=$(jb_sql "$kept_rows_sql")
 kept_ids=$(jb_sql "SELECT string_agg(id::text, ',') FROM jobbuf.jobs")
-expect_eq "five jobs that must survive rotation are staged" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 5
+expect_eq "six jobs that must survive rotation are staged" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 6
+check "one of them is stored out of line" test "$(jb_sql "SELECT pg_relation_size(reltoastrelid) FROM pg_class WHERE oid = 'jobbuf.jobs'::regclass")" -gt 0
 filenode() { jb_sql "SELECT pg_relation_filenode('jobbuf.jobs')"; }
 heap_bytes() { jb_sql "SELECT pg_relation_size('jobbuf.jobs')"; }
 
@@ -79,28 +94,62 @@ check "the held transaction holds the xmin horizon" test -n "$held_xmin"
 jb_sql "SELECT txid_current()" >/dev/null
 sleep 17
 
-# stage_rounds FROM TO: rounds of PER_ROUND jobs, each delivered before the next; records the
-# largest heap and total size of jobbuf.jobs and the files it had.
+# stage_rounds FIRST LAST [rotated]: rounds of PER_ROUND jobs, each delivered before the next;
+# records the largest heap and total size of jobbuf.jobs once a round is delivered, and the files
+# it had. With rotated, each round then waits for a rotation (due from 1 MB under the held horizon,
+# and a round is 1.2 MB of rows).
 max_heap=0 max_total=0 filenodes=" $(filenode) "
 stage_rounds() {
-  local r
+  local r before h t
   for r in $(seq "$1" "$2"); do
+    before=$(filenode)
     jb_sql "SELECT count(*) FROM jobbuf_stage('flow', ARRAY(SELECT jsonb_build_object('round', $r, 'n', n, 'pad', '$PAD') FROM generate_series(1, $PER_ROUND) n))" >/dev/null \
       || { fail "round $r: a producer could not stage (queued behind a lock?)"; return 1; }
     jb_wait_until "[ \"\$(jb_redis LLEN jobbuf:flow)\" = $((r * PER_ROUND)) ]" 30 \
       || { fail "round $r not delivered: $(jb_redis LLEN jobbuf:flow) in Redis"; return 1; }
-    local h t f
-    h=$(heap_bytes); t=$(jb_sql "SELECT pg_total_relation_size('jobbuf.jobs')"); f=$(filenode)
+    h=$(heap_bytes); t=$(jb_sql "SELECT pg_total_relation_size('jobbuf.jobs')")
     [ "$h" -gt "$max_heap" ] && max_heap=$h
     [ "$t" -gt "$max_total" ] && max_total=$t
-    [[ "$filenodes" == *" $f "* ]] || filenodes+="$f "
+    if [ "${3:-}" = rotated ] && ! jb_wait_until "[ \"\$(filenode)\" != $before ]" 15; then
+      fail "round $r: its delivered rows were not reclaimed by a rotation within 15 s (heap $(heap_bytes) bytes)"
+      return 1
+    fi
+    [[ "$filenodes" == *" $(filenode) "* ]] || filenodes+="$(filenode) "
   done
 }
-stage_rounds 1 "$ROUNDS"
+index_filenodes() {
+  jb_sql "SELECT string_agg(c.relname || '=' || pg_relation_filenode(c.oid), ' ' ORDER BY c.relname)
+            FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'jobbuf.jobs'::regclass"
+}
+indexes_before=$(index_filenodes)
+stage_rounds 1 $((ROUNDS - 1)) rotated
+# The last round with a logical decoding slot: with wal_level = logical, rotation writes the
+# TRUNCATE record that a subscriber of a publication with jobbuf.jobs needs before the rows put back.
+jb_sql "SELECT 1 FROM pg_create_logical_replication_slot('rotation', 'test_decoding')" >/dev/null
+stage_rounds "$ROUNDS" "$ROUNDS" rotated && pass "every round's delivered rows were reclaimed by a rotation"
+decoded=$(jb_sql "SELECT count(*) FROM pg_logical_slot_peek_changes('rotation', NULL, NULL) WHERE data LIKE 'table jobbuf.jobs: TRUNCATE:%'")
+jb_sql "SELECT pg_drop_replication_slot('rotation')" >/dev/null
+expect_eq "logical decoding sees the rotation's TRUNCATE" "$decoded" 1
+# Indexes that never had an entry (no partition keys here) keep their files; the others were rebuilt.
+changed_indexes() {
+  join -v1 <(tr ' ' '\n' <<<"$indexes_before" | sort) <(tr ' ' '\n' <<<"$(index_filenodes)" | sort) | cut -d= -f1 | sort | tr '\n' ' '
+}
+expect_eq "rotation gave new files to the indexes with entries, and only to those" "$(changed_indexes)" \
+  "jobs_group jobs_leased jobs_pkey jobs_unique_waiting jobs_waiting "
+jb_sql "CREATE EXTENSION amcheck" >/dev/null
+index_check_sql="SELECT count(*) FROM pg_index i, LATERAL bt_index_check(i.indexrelid, true)
+                   WHERE i.indrelid IN ('jobbuf.jobs'::regclass, (SELECT reltoastrelid FROM pg_class WHERE oid = 'jobbuf.jobs'::regclass))"
+expect_eq "every index of jobbuf.jobs and of its TOAST table matches the heap (amcheck, heapallindexed)" \
+  "$(jb_sql "$index_check_sql")" 8
+primary_lsn=$(jb_sql "SELECT pg_current_wal_lsn()")
+jb_wait_until "[ \"\$(replica_sql \"SELECT pg_last_wal_replay_lsn() >= '$primary_lsn'\")\" = t ]" 30 \
+  || fail "the standby did not replay the rotations within 30 s"
+expect_eq "the standby replayed the rotations: the same rows" "$(replica_sql "$kept_rows_sql")" "$(jb_sql "$kept_rows_sql")"
+expect_eq "... and its indexes match its heap" "$(replica_sql "$index_check_sql")" 8
 rotations=$(( $(wc -w <<<"$filenodes") - 1 ))
 staged_bytes=$((ROUNDS * PER_ROUND * (${#PAD} + 60)))
 say "$((ROUNDS * PER_ROUND)) jobs (~$((staged_bytes / 1048576)) MB of rows) delivered under the held snapshot: $rotations rotations, largest heap $((max_heap / 1048576)) MB, largest with indexes $((max_total / 1048576)) MB"
-check "the delivered rows are several times the bound (the bound means something)" test "$staged_bytes" -gt $((3 * BOUND_BYTES))
+check "the delivered rows are several times the bound (the bound means something)" test "$staged_bytes" -gt $((3 * HELD_BOUND_BYTES))
 check "jobbuf.jobs was rotated more than once" test "$rotations" -ge 2
 expect_le "largest heap of jobbuf.jobs stays near 1 MB" "$max_heap" "$HELD_BOUND_BYTES"
 expect_le "largest size with indexes stays bounded" "$max_total" $((2 * HELD_BOUND_BYTES))
@@ -139,7 +188,7 @@ expect_eq "the unique key still refuses a duplicate" "$(jb_sql "SELECT jobbuf_st
 expect_eq "an ORM's INSERT ... ON CONFLICT DO NOTHING still skips the duplicate" \
   "$(jb_sql "INSERT INTO jobbuf.jobs (queue, payload, unique_key) VALUES ('parked', '{}', 'only-once') ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND group_id IS NULL DO NOTHING RETURNING id" | wc -l)" 0
 tx_run "SELECT count(*) FROM jobbuf.jobs WHERE id IN ($kept_ids) \\g $TX_FIFO.out"
-expect_eq "the old snapshot sees the jobs put back" "$(cat "$TX_FIFO.out")" 5
+expect_eq "the old snapshot sees the jobs put back" "$(cat "$TX_FIFO.out")" 6
 tx_close ROLLBACK
 expect_eq "the claimed group completes after rotation" "$(jb_sql "SELECT jobbuf_complete('$group')")" 1
 
@@ -183,7 +232,7 @@ else
 fi
 tx_close ROLLBACK
 expect_eq "every job delivered once" "$(jb_redis LRANGE jobbuf:flow 0 -1 | sort -u | wc -l)" $(((ROUNDS + 16) * PER_ROUND))
-expect_eq "only the scheduled, unique, backoff and held jobs remain" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 4
+expect_eq "only the scheduled, unique, backoff and held jobs remain" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" 5
 
 # docs/storage.md's monitoring queries run as written.
 awk '/^```sql/ { f = 1; next } /^```/ { f = 0 } f' "$E2E_ROOT/docs/storage.md" >"$JB_RUN/storage_docs.sql"

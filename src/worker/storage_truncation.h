@@ -1,0 +1,21 @@
+// Postgres regime: the TRUNCATE step of a storage rotation (storage_rotation.cpp), done the way
+// TRUNCATE does it but without rebuilding what holds nothing. Every relation that gets a new
+// file writes a pg_class row version; under the held snapshot that rotation exists for, none of
+// those versions can be removed, and each later catalog update or lookup of that relation walks
+// all of them. jobbuf.jobs has seven indexes and a TOAST table, and most deployments use three
+// of those ten relations (no claims, partitions, unique keys or large payloads): the others
+// keep their files.
+#pragma once
+#include "pg_includes.h"
+
+extern "C" {
+#include "utils/rel.h"
+}
+
+// Empties rel, a plain table on which the caller holds ACCESS EXCLUSIVE, inside the caller's
+// transaction: the table gets a new file, as do its TOAST table and each index, except a TOAST
+// table that has never stored anything and a B-tree index that has never had an entry (its file
+// is its metapage alone: it names no row of the old file). Like TRUNCATE it checks serializable
+// readers, resets the table's row counts in the statistics and, with wal_level = logical, writes
+// the TRUNCATE record that logical decoding turns into the subscribers' TRUNCATE.
+void truncate_storage(Relation rel);
