@@ -233,13 +233,14 @@ static inline void jobbuf_set_new_relfilenumber(Relation rel)
 #endif
 }
 
-// Rebuilds an index into a new file from its table (REINDEX INDEX, quietly).
+// Rebuilds an index into a new file from its table, as TRUNCATE does (quietly, leaving the
+// index's pg_index flags as they are).
 static inline void jobbuf_reindex_index(Oid index, char persistence)
 {
     ReindexParams params = {};
 #if PG_VERSION_NUM >= 170000
-    reindex_index(nullptr, index, false, persistence, &params);
+    reindex_index(nullptr, index, true, persistence, &params);
 #else
-    reindex_index(index, false, persistence, &params);
+    reindex_index(index, true, persistence, &params);
 #endif
 }

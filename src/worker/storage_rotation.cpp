@@ -268,7 +268,10 @@ Outcome try_rotation(RotatedTable& table)
         table_close(rel, NoLock);
         return Outcome::TooLive;  // nothing changed; the lock goes at the caller's commit
     }
-    truncate_storage(rel);
+    bool refills_toast = false;
+    for (uint64 i = 0; i < rows.count && !refills_toast; i++)
+        refills_toast = rows.tuples[i]->t_len > TOAST_TUPLE_THRESHOLD;
+    truncate_storage(rel, refills_toast);
     table_close(rel, NoLock);
     CommandCounterIncrement();
     put_back(relid, rows);
@@ -284,6 +287,8 @@ void rotate_storage_if_due(void)
     for (RotatedTable& table : rotated_tables) {
         if (GetCurrentTimestamp() < table.next_check)
             continue;
+        // An error in the attempt (caught by the caller) leaves this: tried again in 5 s.
+        table.next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), kTooLiveRetryMs);
         begin_worker_transaction("jobbuf: storage rotation");
         Outcome outcome = try_rotation(table);
         commit_worker_transaction();  // unless it rotated, nothing was written: this releases the locks

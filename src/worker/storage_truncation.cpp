@@ -15,6 +15,7 @@ extern "C" {
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/predicate.h"
+#include "utils/lsyscache.h"
 #include "utils/relcache.h"
 }
 
@@ -29,13 +30,17 @@ bool index_never_used(Oid index_oid)
     return never_used;
 }
 
-// New, empty files for rel's indexes, except those that never had an entry.
-void rebuild_used_indexes(Relation rel)
+// New, empty files for rel's indexes, except those that never had an entry. Like TRUNCATE
+// (reindex_relation), an invalid index of a TOAST table is left alone: REINDEX refuses it (one
+// is left behind by a REINDEX CONCURRENTLY that was cancelled), and nothing reads it.
+void rebuild_used_indexes(Relation rel, bool is_toast)
 {
     List* indexes = RelationGetIndexList(rel);
     ListCell* cell;
     foreach (cell, indexes) {
         Oid index = lfirst_oid(cell);
+        if (is_toast && !get_index_isvalid(index))
+            continue;
         if (!index_never_used(index))
             jobbuf_reindex_index(index, rel->rd_rel->relpersistence);
     }
@@ -59,20 +64,20 @@ void log_truncate_for_decoding(Relation rel)
 
 }  // namespace
 
-void truncate_storage(Relation rel)
+void truncate_storage(Relation rel, bool refills_toast)
 {
     CheckTableForSerializableConflictIn(rel);
     jobbuf_set_new_relfilenumber(rel);
     Oid toast_oid = rel->rd_rel->reltoastrelid;
     if (OidIsValid(toast_oid)) {
         Relation toast = table_open(toast_oid, AccessExclusiveLock);
-        if (RelationGetNumberOfBlocks(toast) > 0) {
+        if (refills_toast || RelationGetNumberOfBlocks(toast) > 0) {
             jobbuf_set_new_relfilenumber(toast);
-            rebuild_used_indexes(toast);
+            rebuild_used_indexes(toast, true);
         }
         table_close(toast, NoLock);
     }
-    rebuild_used_indexes(rel);
+    rebuild_used_indexes(rel, false);
     pgstat_count_truncate(rel);
     if (RelationIsLogicallyLogged(rel))
         log_truncate_for_decoding(rel);

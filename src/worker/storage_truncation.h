@@ -15,7 +15,10 @@ extern "C" {
 // Empties rel, a plain table on which the caller holds ACCESS EXCLUSIVE, inside the caller's
 // transaction: the table gets a new file, as do its TOAST table and each index, except a TOAST
 // table that has never stored anything and a B-tree index that has never had an entry (its file
-// is its metapage alone: it names no row of the old file). Like TRUNCATE it checks serializable
-// readers, resets the table's row counts in the statistics and, with wal_level = logical, writes
-// the TRUNCATE record that logical decoding turns into the subscribers' TRUNCATE.
-void truncate_storage(Relation rel);
+// is its metapage alone: it names no row of the old file). refills_toast: a row the caller puts
+// back is long enough for the TOAST table (TOAST_TUPLE_THRESHOLD), which then gets a new file
+// even when empty: rows are put back frozen, which is safe only in a file this transaction made.
+// Like TRUNCATE it checks serializable readers, resets the table's row counts in the statistics
+// and, with wal_level = logical, writes the TRUNCATE record that logical decoding turns into the
+// subscribers' TRUNCATE.
+void truncate_storage(Relation rel, bool refills_toast);
