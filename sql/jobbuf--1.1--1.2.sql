@@ -163,52 +163,6 @@ RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
         jobbuf.claim_order('c', by_run_at));
 $$;
 
-CREATE OR REPLACE FUNCTION jobbuf.claim_candidates_statement(by_run_at boolean)
-RETURNS text LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
-    SELECT pg_catalog.format($sql$
-        WITH RECURSIVE parts (part) AS (
-            (SELECT j.partition_key FROM jobbuf.jobs j
-             WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL AND j.partition_key IS NOT NULL
-             ORDER BY j.partition_key LIMIT 1)
-          UNION ALL
-            SELECT (SELECT j.partition_key FROM jobbuf.jobs j
-                    WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL AND j.partition_key IS NOT NULL
-                      AND j.partition_key > p.part
-                    ORDER BY j.partition_key LIMIT 1)
-            FROM parts p WHERE p.part IS NOT NULL
-        ), heads (part, id, run_at) AS (
-            SELECT p.part, h.id, h.run_at FROM parts p
-            CROSS JOIN LATERAL (
-                SELECT j.id, j.run_at FROM jobbuf.jobs j
-                WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL AND j.partition_key = p.part
-                  AND j.run_at <= pg_catalog.now()
-                ORDER BY %1$s LIMIT 1) h
-            WHERE p.part IS NOT NULL
-          UNION ALL
-            SELECT j.partition_key, j.id, j.run_at FROM jobbuf.jobs j
-            WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NOT NULL AND j.lease_until <= pg_catalog.now()
-              AND j.run_at <= pg_catalog.now()
-          UNION ALL
-            (SELECT NULL::text, j.id, j.run_at FROM jobbuf.jobs j
-             WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NULL AND j.partition_key IS NULL
-               AND j.run_at <= pg_catalog.now()
-             ORDER BY %1$s LIMIT 1)
-        ), live AS (
-            SELECT DISTINCT j.partition_key AS part FROM jobbuf.jobs j
-            WHERE j.queue = $1 AND j.owner = jobbuf.installation_id() AND j.group_id IS NOT NULL AND j.lease_until > pg_catalog.now()
-              AND j.partition_key IS NOT NULL
-        ), firsts AS (
-            SELECT DISTINCT ON (h.part) h.part, h.id, h.run_at FROM heads h
-            WHERE h.part IS NULL OR h.part NOT IN (SELECT l.part FROM live l)
-            ORDER BY h.part, %2$s
-        )
-        SELECT f.part FROM firsts f ORDER BY %3$s
-        $sql$,
-        jobbuf.claim_order('j', by_run_at),
-        jobbuf.claim_order('h', by_run_at),
-        jobbuf.claim_order('f', by_run_at));
-$$;
-
 CREATE OR REPLACE FUNCTION jobbuf.partition_in_flight(queue text, part text)
 RETURNS boolean LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT EXISTS (SELECT 1 FROM jobbuf.jobs j
@@ -227,138 +181,6 @@ RETURNS boolean LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
        AND NOT jobbuf.partition_in_flight($1, $2);
 $$;
 
-CREATE OR REPLACE FUNCTION jobbuf.bury_abandoned(q jobbuf.queues)
-RETURNS void LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
-    WITH abandoned AS (
-        SELECT j.id FROM jobbuf.jobs j
-        WHERE j.queue = q.name AND j.owner = jobbuf.installation_id() AND j.group_id IS NOT NULL AND j.lease_until <= pg_catalog.now()
-          AND j.attempts + 1 >= coalesce((q.options->>'max_attempts')::integer, 25)
-        FOR UPDATE SKIP LOCKED
-    ), buried AS (
-        DELETE FROM jobbuf.jobs j USING abandoned a WHERE j.id = a.id
-        RETURNING j.*
-    )
-    INSERT INTO jobbuf.dead (id, queue, payload, partition_key, unique_key, staged_at, attempts,
-                             last_error, errors)
-    SELECT b.id, b.queue, b.payload, b.partition_key, b.unique_key, b.staged_at, b.attempts + 1,
-           'lease expired',
-           CASE WHEN b.last_error IS NULL THEN '[]'::jsonb
-                ELSE pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
-                    'at', NULL, 'attempt', b.attempts, 'error', b.last_error)) END
-           || pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
-                    'at', pg_catalog.now(), 'attempt', b.attempts + 1, 'error', 'lease expired'))
-    FROM buried b
-    ON CONFLICT (id) DO NOTHING;
-$$;
-
-CREATE OR REPLACE FUNCTION jobbuf.claim(q jobbuf.queues, batch_size integer, partition_key text)
-RETURNS TABLE (group_id uuid, id bigint, payload jsonb, attempts integer, partition text,
-               staged_at timestamptz)
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    wanted_partition constant text := partition_key;
-    batch integer := batch_size;
-    by_run_at boolean;
-    lease interval;
-    min_jobs integer;
-    max_wait_for interval;
-    max_groups integer;
-    new_group uuid;
-    candidate record;
-BEGIN
-    IF batch IS NULL THEN
-        batch := coalesce((q.options->>'batch_size')::integer, 100);
-    ELSIF batch < 1 OR batch > 100000 THEN
-        RAISE EXCEPTION 'jobbuf: batch_size must be between 1 and 100000, not %', batch
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'pass NULL to use the queue''s option batch_size (default 100)';
-    END IF;
-    IF q.paused THEN
-        RETURN;
-    END IF;
-    by_run_at := coalesce(q.options->>'order', 'id') = 'run_at';
-    lease := pg_catalog.make_interval(secs => coalesce((q.options->>'visibility')::integer, 300));
-    min_jobs := least(coalesce((q.options->>'min_batch')::integer, 1), batch);
-    max_wait_for := pg_catalog.make_interval(secs => (q.options->>'max_wait')::float8);
-    max_groups := (q.options->>'max_in_flight')::integer;
-    new_group := pg_catalog.gen_random_uuid();
-    PERFORM jobbuf.bury_abandoned(q);
-
-    IF max_groups IS NOT NULL THEN
-        IF NOT jobbuf.try_claim_lock(q.name, NULL) THEN
-            RETURN;  -- another claim of this queue is deciding right now
-        END IF;
-        IF (SELECT pg_catalog.count(DISTINCT j.group_id) FROM jobbuf.jobs j
-            WHERE j.queue = q.name AND j.owner = jobbuf.installation_id() AND j.group_id IS NOT NULL AND j.lease_until > pg_catalog.now()) >= max_groups THEN
-            RETURN;
-        END IF;
-    END IF;
-
-    IF wanted_partition IS NOT NULL THEN
-        IF NOT jobbuf.partition_claimable(q.name, wanted_partition) THEN
-            RETURN;  -- nothing to take: no slot is locked for it
-        END IF;
-        IF NOT jobbuf.try_claim_lock(q.name, wanted_partition) THEN
-            RETURN;  -- another claim of this partition (or of one sharing its slot) is deciding
-        END IF;
-        -- A statement of its own, so that its snapshot is taken after the lock is held: it sees
-        -- the group of a claim that committed just before (the rule re-checked, as above).
-        IF jobbuf.partition_in_flight(q.name, wanted_partition) THEN
-            RETURN;
-        END IF;
-        RETURN QUERY EXECUTE jobbuf.claim_statement(true, by_run_at)
-            USING q.name, batch, wanted_partition, new_group, lease, min_jobs, max_wait_for;
-        RETURN;
-    END IF;
-
-    FOR candidate IN EXECUTE jobbuf.claim_candidates_statement(by_run_at) USING q.name LOOP
-        IF candidate.part IS NOT NULL THEN
-            CONTINUE WHEN NOT jobbuf.try_claim_lock(q.name, candidate.part);
-            CONTINUE WHEN jobbuf.partition_in_flight(q.name, candidate.part);
-        END IF;
-        RETURN QUERY EXECUTE jobbuf.claim_statement(candidate.part IS NOT NULL, by_run_at)
-            USING q.name, batch, candidate.part, new_group, lease, min_jobs, max_wait_for;
-        IF FOUND THEN
-            RETURN;
-        END IF;
-    END LOOP;
-END $$;
-
-CREATE OR REPLACE FUNCTION jobbuf_stats()
-RETURNS TABLE (queue text, target text, paused boolean, ready bigint, scheduled bigint,
-               claimed bigint, dead bigint, oldest_ready_age interval, delivered_total bigint,
-               failed_total bigint, last_error text, last_delivery_at timestamptz)
-LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
-    WITH classified AS (
-        SELECT j.queue, greatest(j.staged_at, j.run_at) AS ready_since,
-               CASE WHEN j.group_id IS NOT NULL AND j.lease_until > now() THEN 'claimed'
-                    WHEN j.run_at <= now() THEN 'ready'
-                    ELSE 'scheduled' END AS state
-        FROM jobbuf.jobs j
-        WHERE j.owner OPERATOR(pg_catalog.=) jobbuf.installation_id()
-    ), waiting AS (
-        SELECT c.queue,
-               count(*) FILTER (WHERE c.state = 'ready') AS ready,
-               count(*) FILTER (WHERE c.state = 'scheduled') AS scheduled,
-               count(*) FILTER (WHERE c.state = 'claimed') AS claimed,
-               min(c.ready_since) FILTER (WHERE c.state = 'ready') AS oldest_ready
-        FROM classified c GROUP BY c.queue
-    ), dead AS (
-        SELECT d.queue, count(*) AS dead FROM jobbuf.dead d GROUP BY d.queue
-    )
-    SELECT q.name, q.target, q.paused,
-           coalesce(w.ready, 0), coalesce(w.scheduled, 0), coalesce(w.claimed, 0),
-           coalesce(d.dead, 0),
-           CASE WHEN w.oldest_ready IS NOT NULL THEN now() - w.oldest_ready END,
-           coalesce(s.delivered_total, 0), coalesce(s.failed_total, 0),
-           s.last_error, s.last_delivery_at
-    FROM jobbuf.queues q
-    LEFT JOIN waiting w ON w.queue = q.name
-    LEFT JOIN dead d ON d.queue = q.name
-    LEFT JOIN jobbuf.queue_stats s ON s.queue = q.name
-    ORDER BY q.name;
-$$;
-
 -- The queue named, or every queue when NULL (an unknown name is an error, as everywhere).
 CREATE FUNCTION jobbuf.held_jobs_of(queue text)
 RETURNS TABLE (id bigint) LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
@@ -366,35 +188,6 @@ RETURNS TABLE (id bigint) LANGUAGE sql STABLE SET search_path = pg_catalog, pg_t
     WHERE j.owner OPERATOR(pg_catalog.<>) jobbuf.installation_id()
       AND ($1 IS NULL OR j.queue OPERATOR(pg_catalog.=) (jobbuf.known_queue($1)).name);
 $$;
-
--- Adopts the held jobs of the queue (all queues when NULL): they are delivered or claimed like
--- jobs staged here, keeping their ids, their origin (so consumers see the ids the original
--- installation gave them, and can tell a job they already ran) and every other column.
-CREATE FUNCTION jobbuf_release_restored(queue text DEFAULT NULL)
-RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    released bigint;
-BEGIN
-    UPDATE jobbuf.jobs j SET owner = jobbuf.installation_id()
-    FROM jobbuf.held_jobs_of(jobbuf_release_restored.queue) h WHERE j.id OPERATOR(pg_catalog.=) h.id;
-    GET DIAGNOSTICS released = ROW_COUNT;
-    IF released OPERATOR(pg_catalog.>) 0 THEN
-        -- A statement on jobbuf.queues wakes the worker when this transaction commits.
-        UPDATE jobbuf.queues SET paused = paused WHERE false;
-    END IF;
-    RETURN released;
-END $$;
-
--- Deletes the held jobs of the queue (all queues when NULL).
-CREATE FUNCTION jobbuf_discard_restored(queue text DEFAULT NULL)
-RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    discarded bigint;
-BEGIN
-    DELETE FROM jobbuf.jobs j USING jobbuf.held_jobs_of(jobbuf_discard_restored.queue) h WHERE j.id OPERATOR(pg_catalog.=) h.id;
-    GET DIAGNOSTICS discarded = ROW_COUNT;
-    RETURN discarded;
-END $$;
 
 -- Gives this installation a new identity (superusers only): for a clone of a cluster
 -- (pg_basebackup, a disk snapshot, a standby promoted while its primary still runs) that is meant
@@ -413,19 +206,12 @@ RETURNS uuid LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
     RETURNING id;
 $$;
 
--- Privileges of the new functions, as 90_privileges.sql gives them; jobbuf_stats and jobbuf.claim
--- were replaced above: CREATE OR REPLACE keeps their grants, not SECURITY DEFINER.
+-- Privileges of the new functions, as 90_privileges.sql gives them (jobbuf_release_restored and
+-- jobbuf_discard_restored get theirs where they are defined, below).
 REVOKE ALL ON FUNCTION jobbuf.installation_id() FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobbuf.installation_changed_trigger() FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobbuf.held_jobs_of(text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION jobbuf_release_restored(text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION jobbuf_discard_restored(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION jobbuf_reset_identity() FROM PUBLIC;
-ALTER FUNCTION jobbuf_release_restored(text) SECURITY DEFINER;
-ALTER FUNCTION jobbuf_discard_restored(text) SECURITY DEFINER;
-GRANT EXECUTE ON FUNCTION jobbuf_release_restored(text) TO jobbuf_admin;
-GRANT EXECUTE ON FUNCTION jobbuf_discard_restored(text) TO jobbuf_admin;
-ALTER FUNCTION jobbuf_stats() SECURITY DEFINER;
 GRANT EXECUTE ON FUNCTION jobbuf.installation_id() TO jobbuf_producer, jobbuf_consumer, jobbuf_admin;
 -- Clients: jobbuf_queue_for, the framework queue lookup (src/sql/95_clients.sql).
 
@@ -1159,7 +945,10 @@ RETURNS TABLE (id bigint) LANGUAGE sql STABLE SET search_path = pg_catalog, pg_t
       AND ($1 IS NULL OR d.queue OPERATOR(pg_catalog.=) $1);
 $$;
 
-CREATE OR REPLACE FUNCTION jobbuf_release_restored(queue text DEFAULT NULL)
+-- Adopts the held jobs of the queue (all queues when NULL): they are delivered or claimed like
+-- jobs staged here, keeping their ids, their origin (so consumers see the ids the original
+-- installation gave them, and can tell a job they already ran) and every other column.
+CREATE FUNCTION jobbuf_release_restored(queue text DEFAULT NULL)
 RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     released bigint;
@@ -1178,7 +967,8 @@ BEGIN
     RETURN released OPERATOR(pg_catalog.+) dead_letters;
 END $$;
 
-CREATE OR REPLACE FUNCTION jobbuf_discard_restored(queue text DEFAULT NULL)
+-- Deletes the held jobs of the queue (all queues when NULL).
+CREATE FUNCTION jobbuf_discard_restored(queue text DEFAULT NULL)
 RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     discarded bigint;
@@ -1197,6 +987,10 @@ ALTER FUNCTION jobbuf_fail(uuid, text, bigint[]) SECURITY DEFINER;
 ALTER FUNCTION jobbuf_retry_dead(text, bigint[]) SECURITY DEFINER;
 ALTER FUNCTION jobbuf_release_restored(text) SECURITY DEFINER;
 ALTER FUNCTION jobbuf_discard_restored(text) SECURITY DEFINER;
+REVOKE ALL ON FUNCTION jobbuf_release_restored(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION jobbuf_discard_restored(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION jobbuf_release_restored(text) TO jobbuf_admin;
+GRANT EXECUTE ON FUNCTION jobbuf_discard_restored(text) TO jobbuf_admin;
 
 -- The census in bounded steps: the worker walks jobbuf.jobs in steps between its delivery
 -- batches (docs/operations.md, "Where the counts come from").
