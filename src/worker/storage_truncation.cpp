@@ -13,7 +13,6 @@ extern "C" {
 #include "catalog/pg_am.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
-#include "storage/lmgr.h"
 #include "storage/predicate.h"
 #include "utils/lsyscache.h"
 #include "utils/relcache.h"
