@@ -1,19 +1,19 @@
 # jobbuf: PGXS build of the extension (C++17), plus the project's own targets:
 #   make demo   builds, installs and shows one committed job running in each framework's consumer
 #   make test   every test suite against a private Postgres cluster and a private redis-server,
-#               on PostgreSQL 15 here and on 17 and 18 in Debian roots (PG=<major> for one)
-#   make test-preview  the core suites on PostgreSQL 19 (a release candidate) in a Debian root
+#               on PostgreSQL 15 here and on 17, 18 and 19 in Debian roots (PG=<major> for one)
 #   make bench  the benchmark table (see bench/README.md); PG="15 17 18": drain and latency on
 #               each of those majors, one table
 
 EXTENSION   = jobbuf
 MODULE_big  = jobbuf
-# Versions: the install scripts of 1.0 (commit 26da9a3) and 1.1 (commit 5b86380) are frozen as
-# they shipped; 1.2 is built from src/sql/ and reached from 1.1 by the hand-written update script
-# sql/jobbuf--1.1--1.2.sql.
+# Versions: the install scripts of 1.0 (commit 26da9a3), 1.1 (commit 5b86380) and 1.2 (commit
+# 6738a34) are frozen as they shipped; 1.3 is built from src/sql/ and reached from 1.2 by the
+# hand-written update script sql/jobbuf--1.2--1.3.sql.
 # test/upgrade checks that a fresh install and an update give one catalog.
-DATA        = sql/jobbuf--1.0.sql sql/jobbuf--1.0--1.1.sql sql/jobbuf--1.1.sql sql/jobbuf--1.1--1.2.sql
-DATA_built  = sql/jobbuf--1.2.sql
+DATA        = sql/jobbuf--1.0.sql sql/jobbuf--1.0--1.1.sql sql/jobbuf--1.1.sql sql/jobbuf--1.1--1.2.sql \
+              sql/jobbuf--1.2.sql sql/jobbuf--1.2--1.3.sql
+DATA_built  = sql/jobbuf--1.3.sql
 PGFILEDESC  = "jobbuf - transactionally staged jobs drained to Redis"
 
 PG_SOURCES    = $(sort $(wildcard src/*.cpp src/staging/*.cpp src/worker/*.cpp))
@@ -40,12 +40,12 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-sql/jobbuf--1.2.sql: $(SQL_PARTS)
+sql/jobbuf--1.3.sql: $(SQL_PARTS)
 	cat $(SQL_PARTS) > $@
 
 $(OBJS): $(wildcard src/*.h src/staging/*.h src/worker/*.h src/redis/*.h src/redis/*/*.h)
 
-.PHONY: deps demo test test-preview test-unit test-faults bench print-regress package-check format
+.PHONY: deps demo test test-unit test-faults bench print-regress package-check format
 deps:
 	bash scripts/install-deps.sh
 
@@ -54,9 +54,9 @@ demo:
 	bash scripts/install-deps.sh --system
 	KEEP=$(KEEP) bash scripts/demo.sh
 
-# make test: every suite on the host's PostgreSQL 15, then test/platforms.sh (17, 18, Valkey 8:
-# docs/platforms.md). make test PG=15 runs the host's part only; PG=17, PG=18 or PG=valkey8 every
-# suite in that part's Debian root.
+# make test: every suite on the host's PostgreSQL 15, then test/platforms.sh (17, 18, 19, Valkey 8:
+# docs/platforms.md). make test PG=15 runs the host's part only; PG=17, PG=18, PG=19 or PG=valkey8
+# every suite in that part's Debian root.
 test: deps
 ifeq ($(PG),)
 	@started=$$(date +%s); status=0; bash test/run.sh || status=1; \
@@ -68,11 +68,6 @@ else ifeq ($(PG),15)
 else
 	bash test/platforms.sh $(PG)
 endif
-
-# PostgreSQL 19 from Debian experimental, reported as a preview (docs/platforms.md); make test
-# PG=19 runs every suite there.
-test-preview: deps
-	bash test/platforms.sh preview
 
 test-unit: deps
 	bash test/run.sh unit

@@ -6,7 +6,7 @@
 #include "pg_includes.h"
 
 // The SQL version this library implements (the extension's default_version).
-constexpr const char* kJobbufSqlVersion = "1.2";
+constexpr const char* kJobbufSqlVersion = "1.3";
 
 enum class InstalledExtension {
     Missing,   // CREATE EXTENSION jobbuf has not run in this database

@@ -9,6 +9,7 @@
 #include "utility_hook.h"
 
 extern "C" {
+#include "catalog/pg_database.h"  // get_database_oid (19; commands/dbcommands.h before)
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "nodes/parsenodes.h"

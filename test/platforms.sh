@@ -2,20 +2,20 @@
 # Runs jobbuf's suites on the PostgreSQL majors and Redis servers that Debian 12 does not carry,
 # each inside a Debian root made and cached by scripts/root.sh (see docs/platforms.md).
 #   test/platforms.sh                 the part of `make test` after the host's own 15 run: the
-#                                     suites below on 17 and 18, and the Valkey 8 run
+#                                     suites below on 17, 18 and 19, and the Valkey 8 run
 #   test/platforms.sh PART [SUITE]... one part, every suite unless suites are named (the names of
 #                                     test/run.sh); `make test PG=17` runs `test/platforms.sh 17`
-#   test/platforms.sh preview         PostgreSQL 19 (`make test-preview`): the core suites below
 # Parts: 17 (Debian 13 root: PostgreSQL 17, Redis 8.0), 18 (forky root: PostgreSQL 18, Valkey 9),
-#        valkey8 (Debian 12 root with backports: PostgreSQL 15, Valkey 8.0), 19 (forky root with
-#        Debian experimental: PostgreSQL 19, a release candidate, Valkey 9; not in `make test`).
+#        19 (forky root with the newest postgresql-19 the mirror carries: today Debian experimental's
+#        19~rc1; Valkey 9), valkey8 (Debian 12 root with backports: PostgreSQL 15, Valkey 8.0).
 # The working tree (with its git history, which the upgrade tests build old releases from) is
 # copied into the root's /build/jobbuf and built there. A root that cannot be made is reported
-# as NOT TESTED with the reason; JOBBUF_ROOTS_REQUIRED=1 makes that a failure.
+# as NOT TESTED with the reason: a failure for the required majors (17, 18, 19), a loud report for
+# valkey8 (JOBBUF_ROOTS_REQUIRED=1 makes that a failure too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# On 17 and 18: every suite that touches the server's C API (the direct insert, the worker, the
+# On 17, 18 and 19: every suite that touches the server's C API (the direct insert, the worker, the
 # launcher, the GUC walk, the catalog, updates from 1.0 and 1.1, the installation identity and
 # the storage rotation), and each framework's consumer against the root's own Sidekiq, ActiveJob
 # and Celery (plain Sidekiq::Job made transactional too).
@@ -45,9 +45,6 @@ VALKEY8_SUITES=(unit test/e2e/tls.sh test/e2e/redis_outage.sh test/faults/sentin
   test/faults/delivery_faults.sh test/faults/hostile_redis_runtime.sh test/faults/redis_maxmemory.sh
   test/faults/stale_batch_after_hang.sh)
 
-# PostgreSQL 19 is a release candidate (Debian experimental): a preview, not part of `make test`.
-# The core suites: the SQL surface, the catalog, updates from 1.0 and 1.1.
-PREVIEW_SUITES=(regress pgtap isolation upgrade)
 
 part_root() {
   case $1 in
@@ -90,12 +87,12 @@ run_part() {
   if [ $rc -ne 0 ]; then
     not_tested+=("$part: $(echo "$made" | grep 'NOT TESTED' | tail -n 1)")
     echo "##### part $part: NOT TESTED"
+    case $part in 17|18|19) echo "##### part $part: PostgreSQL $part is a required major"; return 1 ;; esac
     return 0
   fi
   local major why
   major=$(bash scripts/root.sh pg "$name")
   case $part in
-    19) why="a preview; make test PG=19 runs every suite there" ;;
     valkey8) why="the Redis-facing suites only; the server's C API runs on the host's 15" ;;
     *) why="same code paths as on 15, where they run; docs/platforms.md" ;;
   esac
@@ -116,13 +113,10 @@ status=0
 if [ $# -eq 0 ]; then
   run_part 17 "${PG_SUITES[@]}" "${PG17_EXTRA[@]}" || status=1
   run_part 18 "${PG18_EXTRA[@]}" "${PG_SUITES[@]}" || status=1
+  run_part 19 "${PG_SUITES[@]}" || status=1
   run_part valkey8 "${VALKEY8_SUITES[@]}" || status=1
 else
   part=$1; shift
-  if [ "$part" = preview ]; then
-    part=19
-    [ $# -gt 0 ] || set -- "${PREVIEW_SUITES[@]}"
-  fi
   run_part "$part" "$@" || status=1
 fi
 

@@ -18,11 +18,11 @@ WITH ext AS (
     SELECT p.* FROM pg_catalog.pg_proc p JOIN members m
       ON m.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND m.objid = p.oid
 ), facts (fact) AS (
-    SELECT pg_catalog.format('extension version=%s schema=%s config=%s conditions=%s',
+    SELECT pg_catalog.format('extension version=%s schema=%s config=%s conditions=%s comment=%s',
                ext.extversion, ext.extnamespace::pg_catalog.regnamespace,
                (SELECT pg_catalog.array_agg(c::pg_catalog.regclass::text ORDER BY c::pg_catalog.regclass::text)
                 FROM pg_catalog.unnest(ext.extconfig) c),
-               ext.extcondition)
+               ext.extcondition, pg_catalog.obj_description(ext.oid, 'pg_extension'))
     FROM ext
   UNION ALL
     SELECT 'member ' || pg_catalog.pg_describe_object(m.classid, m.objid, 0) FROM members m

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The upgrade a user runs, with jobs in every state: an earlier release (library and SQL built from
-# git history, exactly what its users run: JB_FROM=1.0, the default, or JB_FROM=1.1, see
-# jobs_in_flight_from_1.1.sh and tools/releases.sh; on PostgreSQL 16 and later with
+# git history, exactly what its users run: JB_FROM=1.0, the default, JB_FROM=1.1 or JB_FROM=1.2, see
+# jobs_in_flight_from_1.1.sh, jobs_in_flight_from_1.2.sh and tools/releases.sh; on PostgreSQL 16 and later with
 # test/upgrade/compat/<version>.patch, the mechanical src/pg_compat.h change) holds waiting, paused, scheduled,
 # unique-keyed, claimed, failed, dead and archived jobs; then the current build is installed and
 # Postgres restarted (the new library on the old SQL: no crash loop, one log line asking for the

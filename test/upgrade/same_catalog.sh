@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Versions: 1.0's install script is still what commit 26da9a3 shipped and 1.1's what commit
-# 5b86380 built, 1.2 is the default, and a 1.0 or 1.1 database brought to 1.2 by ALTER EXTENSION
-# jobbuf UPDATE has exactly the catalog of a fresh CREATE EXTENSION jobbuf
+# Versions: 1.0's install script is still what commit 26da9a3 shipped, 1.1's what commit 5b86380
+# built and 1.2's what commit 6738a34 built, 1.3 is the default, and a 1.0, 1.1 or 1.2 database
+# brought to 1.3 by ALTER EXTENSION jobbuf UPDATE has exactly the catalog of a fresh CREATE
+# EXTENSION jobbuf
 # (test/upgrade/catalog.sql: tables, columns, defaults, indexes, constraints, triggers, functions
 # with their definitions and settings, grants, comments, extension membership), and the same
 # pg_dump --schema-only.
@@ -23,14 +24,15 @@ frozen() {  # version commit digest
 }
 frozen 1.0 26da9a3 af0707afd938381430dab1a530a05374d94f6dd5611e77d08380e84a7d7d7942
 frozen 1.1 5b86380 eeab3897a9127e91e80ad5f79bcd7ad84531ac32ea9029398617acc75b9d6bbc
+frozen 1.2 6738a34 2673619b2d16b1078c1ce49b9399449d4c10db8e7dc832bf2e712275e97e5caa
 CURRENT=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$ROOT/jobbuf.control")
 
 e2e_start
 expect_eq "default version" \
-  "$(jb_sql "SELECT default_version FROM pg_available_extensions WHERE name = 'jobbuf'")" 1.2
+  "$(jb_sql "SELECT default_version FROM pg_available_extensions WHERE name = 'jobbuf'")" 1.3
 expect_eq "versions on offer" \
   "$(jb_sql "SELECT string_agg(version, ' ' ORDER BY version) FROM pg_available_extension_versions WHERE name = 'jobbuf'")" \
-  "1.0 1.1 1.2"
+  "1.0 1.1 1.2 1.3"
 
 jb_psql_db postgres -q -c "CREATE DATABASE fresh"
 jb_psql_db fresh -q -c "CREATE EXTENSION jobbuf"
@@ -48,7 +50,7 @@ dump_schema() {
 dump_schema fresh >"$JB_RUN/fresh.dump"
 check "pg_dump --binary-upgrade prints the extension's members" grep -q 'jobbuf_claim' "$JB_RUN/fresh.dump"
 
-for from in 1.0 1.1; do
+for from in 1.0 1.1 1.2; do
   db="from_${from/./_}"
   jb_psql_db postgres -q -c "CREATE DATABASE $db"
   jb_psql_db "$db" -q -c "CREATE EXTENSION jobbuf VERSION '$from'"

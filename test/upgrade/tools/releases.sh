@@ -2,13 +2,15 @@
 # the upgrade scripts). A release is built once per machine, commit, major and compat patch (kept
 # under ${TMPDIR:-/tmp}/jobbuf-release-<commit>-<version>-<patch digest>), then installed over the
 # current build; the caller puts the current build back with install_current.
-#   install_release VERSION   # 1.0 (commit 26da9a3) or 1.1 (commit 5b86380); false on failure
+#   install_release VERSION   # 1.0 (commit 26da9a3), 1.1 (commit 5b86380) or 1.2 (commit 6738a34);
+#                             false on failure
 #   install_current
 
 release_commit() {
   case $1 in
     1.0) echo 26da9a3 ;;
     1.1) echo 5b86380 ;;
+    1.2) echo 6738a34 ;;
     *) return 1 ;;
   esac
 }
