@@ -16,7 +16,9 @@ DATA        = sql/jobbuf--1.0.sql sql/jobbuf--1.0--1.1.sql sql/jobbuf--1.1.sql s
 DATA_built  = sql/jobbuf--1.3.sql
 PGFILEDESC  = "jobbuf - transactionally staged jobs drained to Redis"
 
-PG_SOURCES    = $(sort $(wildcard src/*.cpp src/staging/*.cpp src/worker/*.cpp))
+# The Postgres regime's rooms (docs/architecture.md draws them); src/redis/ is the pure C++ regime.
+PG_ROOMS      = hooks config metadata support staging launcher drain delivery rotation census status worker
+PG_SOURCES    = $(sort $(wildcard src/*.cpp $(PG_ROOMS:%=src/%/*.cpp)))
 REDIS_SOURCES = $(sort $(wildcard src/redis/*.cpp src/redis/*/*.cpp))
 OBJS          = $(PG_SOURCES:.cpp=.o) $(REDIS_SOURCES:.cpp=.o)
 SQL_PARTS     = $(sort $(wildcard src/sql/*.sql))
@@ -43,7 +45,7 @@ include $(PGXS)
 sql/jobbuf--1.3.sql: $(SQL_PARTS)
 	cat $(SQL_PARTS) > $@
 
-$(OBJS): $(wildcard src/*.h src/staging/*.h src/worker/*.h src/redis/*.h src/redis/*/*.h)
+$(OBJS): $(wildcard src/*.h $(PG_ROOMS:%=src/%/*.h) src/redis/*.h src/redis/*/*.h)
 
 .PHONY: deps demo test test-unit test-faults bench print-regress package-check format
 deps:

@@ -248,7 +248,7 @@ phase_drain() {
 
     [ $target = list ] || continue
     # The worker's SQL path: what it runs when the table's owner has added a DELETE trigger, a
-    # rule, a cascading foreign key or row security (src/worker/job_taker.h). Row security forces it here
+    # rule, a cascading foreign key or row security (src/delivery/job_taker.h). Row security forces it here
     # without adding any work of its own (the worker is a superuser, whom row security lets by).
     jb_sql "ALTER TABLE jobbuf.jobs ENABLE ROW LEVEL SECURITY" >/dev/null
     say "drain list, round $round: jobbuf worker, SQL path ($BENCH_JOBS jobs)"

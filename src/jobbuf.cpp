@@ -4,13 +4,13 @@
 // process it registers (once) the commit wake-up and the queue-cache invalidation callbacks.
 #include "pg_includes.h"
 
-#include "commit_wakeup.h"
-#include "installation_identity.h"
-#include "launcher_signal.h"
-#include "settings.h"
-#include "shared_state.h"
+#include "config/settings.h"
+#include "config/shared_state.h"
+#include "hooks/commit_wakeup.h"
+#include "hooks/utility_hook.h"
+#include "launcher/launcher_signal.h"
+#include "metadata/installation_identity.h"
 #include "staging/queue_cache.h"
-#include "utility_hook.h"
 
 extern "C" {
 #include "postmaster/bgworker.h"

@@ -18,9 +18,10 @@ build_and_install() {
   make -s install >/dev/null
 }
 
-# The include graph of src/ (no two-way arrow), then the GoogleTest tests of src/redis/.
+# The include graph of src/ (no two-way arrow), its rooms as docs/architecture.md draws them, then
+# the GoogleTest tests of src/redis/.
 run_unit() {
-  bash test/unit/include_graph.sh &&
+  bash test/unit/include_graph.sh && bash test/unit/rooms.sh &&
     make -s -j"$(nproc)" -C test/unit
 }
 

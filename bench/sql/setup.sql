@@ -8,9 +8,9 @@
 --    payload is valid for list and sidekiq queues).
 --  * bench.sql_ceiling(...): the SQL-only drain ceiling, the worker's SQL-path batch statement
 --    (same cursor / WHERE / ORDER BY / LIMIT / FOR UPDATE SKIP LOCKED / DELETE ... RETURNING /
---    projection as src/worker/drain_batch.cpp, the fastest form of it we know) in batches, one
+--    projection as src/delivery/drain_batch.cpp, the fastest form of it we know) in batches, one
 --    transaction per batch, nothing sent. The worker normally takes its batches without SQL
---    (src/worker/job_taker.h); the SQL path is what it runs on a table its owner changed.
+--    (src/delivery/job_taker.h); the SQL path is what it runs on a table its owner changed.
 CREATE SCHEMA bench;
 
 CREATE FUNCTION bench.payload(n bigint) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
@@ -35,7 +35,7 @@ CREATE TABLE bench.pk_jobs (
     created_at timestamptz NOT NULL DEFAULT now()
 );
 
--- Drains queue q of jobbuf.jobs with the worker's SQL-path statement (src/worker/drain_batch.cpp: the same
+-- Drains queue q of jobbuf.jobs with the worker's SQL-path statement (src/delivery/drain_batch.cpp: the same
 -- WHERE with the cursor, ORDER BY, LIMIT, FOR UPDATE SKIP LOCKED, DELETE ... RETURNING and
 -- projection), batch_size rows per transaction. Returns the jobs taken and the bytes of JSON
 -- text produced (so the projection is computed). To count them the DELETE sits in a CTE, which

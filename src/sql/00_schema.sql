@@ -22,7 +22,7 @@ COMMENT ON TABLE jobbuf.queues IS 'one row per queue; change it only through job
 -- (dead letters of the worker); consumer_failed_total the jobs jobbuf_fail handled, folded in
 -- from jobbuf.consumer_failures by the worker's census. The census columns (ready ... census_at)
 -- are the worker's count of the queue's jobs and its last minute of deliveries, refreshed at
--- most every jobbuf.poll_interval (src/worker/queue_census.cpp; NULL before the first census)
+-- most every jobbuf.poll_interval (src/census/queue_census.cpp; NULL before the first census)
 -- by the installation census_by: jobbuf_stats() and jobbuf_queue_metrics() read them instead of
 -- counting jobs, and ignore those a restored dump or a copy carried from its original.
 CREATE TABLE jobbuf.queue_stats (
@@ -74,7 +74,7 @@ INSERT INTO jobbuf.installation (id, database_oid)
 SELECT pg_catalog.gen_random_uuid(), d.oid FROM pg_catalog.pg_database d
 WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database();
 
--- The identity jobs staged now record (cached per backend; see src/installation_identity.cpp),
+-- The identity jobs staged now record (cached per backend; see src/metadata/installation_identity.cpp),
 -- and the trigger that makes every backend read it again after a change.
 CREATE FUNCTION jobbuf.installation_id()
 RETURNS uuid LANGUAGE c STABLE PARALLEL SAFE AS 'MODULE_PATHNAME', 'jobbuf_installation_id';

@@ -4,7 +4,7 @@
 -- jobbuf_stats() and jobbuf_queue_metrics() read one row per queue instead of counting jobs.
 -- The drain worker walks jobbuf.jobs in steps of jobbuf.census_step between its delivery
 -- batches, adds the steps' counts up in its memory and publishes them with
--- jobbuf.publish_census when the walk reaches the end (src/worker/queue_census.cpp);
+-- jobbuf.publish_census when the walk reaches the end (src/census/queue_census.cpp);
 -- jobbuf.take_census() does the same in one statement. Every job of jobbuf.jobs is counted in
 -- exactly one state: 3 held (its owner is not this installation, 60_copies.sql), 2 claimed (its
 -- group holds a lease), 0 ready (due and not claimed, or its lease expired: a claim takes it),

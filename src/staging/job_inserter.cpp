@@ -2,9 +2,9 @@
 #include "pg_includes.h"
 #include "pg_compat.h"
 
-#include "commit_wakeup.h"
-#include "installation_identity.h"
-#include "jobs_table_shape.h"
+#include "hooks/commit_wakeup.h"
+#include "metadata/installation_identity.h"
+#include "metadata/jobs_table_shape.h"
 #include "staging/job_inserter.h"
 #include "staging/job_validation.h"
 

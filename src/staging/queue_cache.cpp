@@ -12,10 +12,10 @@
 // transaction, would still see the dropped queue, and would cache it for later transactions too.
 #include "pg_includes.h"
 
-#include "kept_plan.h"
+#include "support/kept_plan.h"
 
-#include "name_hash.h"
 #include "staging/queue_cache.h"
+#include "support/name_hash.h"
 
 extern "C" {
 #include "catalog/namespace.h"

@@ -7,7 +7,7 @@
 // triggers an owner may have added to jobbuf.jobs.
 #include "pg_includes.h"
 
-#include "kept_plan.h"
+#include "support/kept_plan.h"
 
 #include "staging/job_inserter.h"
 #include "staging/job_validation.h"

@@ -6,9 +6,9 @@
 // table whose columns it cannot read as the extension's.
 #include "pg_includes.h"
 
-#include "commit_wakeup.h"
-#include "installation_identity.h"
-#include "jobs_table_shape.h"
+#include "hooks/commit_wakeup.h"
+#include "metadata/installation_identity.h"
+#include "metadata/jobs_table_shape.h"
 #include "staging/job_validation.h"
 #include "staging/queue_cache.h"
 

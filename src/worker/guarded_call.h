@@ -3,7 +3,7 @@
 #pragma once
 #include "pg_includes.h"
 
-#include "worker/problem_log.h"
+#include "status/problem_log.h"
 
 extern "C" {
 #include "access/xact.h"

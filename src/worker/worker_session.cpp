@@ -28,7 +28,7 @@
 #include "pg_includes.h"
 #include "pg_compat.h"
 
-#include "worker/database_settings.h"
+#include "launcher/database_settings.h"
 #include "worker/worker_session.h"
 
 extern "C" {

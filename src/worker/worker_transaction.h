@@ -3,7 +3,7 @@
 #pragma once
 #include "pg_includes.h"
 
-#include "kept_plan.h"
+#include "support/kept_plan.h"
 
 extern "C" {
 #include "executor/spi.h"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The worker's census walks jobbuf.jobs in bounded steps between its delivery rounds
-# (src/worker/queue_census.cpp): a backlog larger than one step (5000 jobs) is counted over
+# (src/census/queue_census.cpp): a backlog larger than one step (5000 jobs) is counted over
 # several steps, the published counts are those of the whole table, and a live queue delivers
 # while such a census is under way. The worker says how many steps each census took at DEBUG1.
 source "$(dirname "$0")/tools/lib.sh"

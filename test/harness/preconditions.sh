@@ -48,7 +48,7 @@ wait_staged() {
 }
 
 # wait_census: the worker took a census that started after this call (jobbuf_stats() and
-# jobbuf_queue_metrics() count jobs as of the last one; see src/worker/queue_census.h).
+# jobbuf_queue_metrics() count jobs as of the last one; see src/census/queue_census.h).
 wait_census() {
   local t
   t=$(jb_sql "SELECT clock_timestamp()")

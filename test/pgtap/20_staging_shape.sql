@@ -1,5 +1,5 @@
 -- pgTAP: the staging trigger on a jobbuf.jobs whose owner changed it (src/staging/staged_job_trigger.cpp,
--- src/jobs_table_shape.cpp), and the foreign key jobs (queue) -> queues (name) that orders backups
+-- src/metadata/jobs_table_shape.cpp), and the foreign key jobs (queue) -> queues (name) that orders backups
 -- (src/sql/00_schema.sql), whose check on INSERT the staging paths do not run.
 BEGIN;
 SELECT plan(17);

@@ -1,5 +1,5 @@
 // Pure C++ regime: the nodes of the Redis Cluster that jobbuf.redis_url names, their role, health
-// and slot ranges, as plain rows for jobbuf_cluster_nodes() (worker/cluster_nodes_function.cpp).
+// and slot ranges, as plain rows for jobbuf_cluster_nodes() (status/cluster_nodes_function.cpp).
 #pragma once
 #include <cstddef>
 

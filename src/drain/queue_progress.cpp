@@ -1,0 +1,70 @@
+// Postgres regime: the drain worker's per-queue progress (see queue_progress.h), kept in a small
+// hash table in the worker's TopMemoryContext.
+#include "pg_includes.h"
+
+#include "drain/queue_progress.h"
+#include "support/name_hash.h"
+
+extern "C" {
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+}
+
+static HTAB* progress = nullptr;
+static uint32 progress_generation = 1;  // bumped when the table is made again (cached pointers die)
+
+void forget_queue_progress(void)
+{
+    progress_generation++;
+    if (progress != nullptr)
+        hash_destroy(progress);
+    progress = create_name_hash("jobbuf queue progress", sizeof(QueueProgress), 16);
+}
+
+void restart_queue_cursors_at_floor(void)
+{
+    if (progress == nullptr)
+        return;
+    HASH_SEQ_STATUS scan;
+    hash_seq_init(&scan, progress);
+    while (auto* entry = static_cast<QueueProgress*>(hash_seq_search(&scan))) {
+        entry->after_id = Min(entry->after_id, entry->lowest_passed_over - 1);
+        entry->lowest_passed_over = PG_INT64_MAX;
+        entry->pending = false;
+        entry->restarted = true;
+    }
+}
+
+QueueProgress* queue_progress(const char* queue)
+{
+    if (progress == nullptr)
+        forget_queue_progress();
+    bool found = false;
+    auto* entry = static_cast<QueueProgress*>(hash_search(progress, queue, HASH_ENTER, &found));
+    if (!found) {
+        entry->after_id = 0;
+        entry->lowest_passed_over = PG_INT64_MAX;
+        entry->pending = false;
+        entry->restarted = true;
+    }
+    return entry;
+}
+
+void rewind_queue_cursors(int64 committed_id)
+{
+    if (progress == nullptr)
+        return;
+    HASH_SEQ_STATUS scan;
+    hash_seq_init(&scan, progress);
+    while (auto* entry = static_cast<QueueProgress*>(hash_seq_search(&scan)))
+        entry->after_id = Min(entry->after_id, committed_id - 1);
+}
+
+QueueProgress* cached_queue_progress(const char* queue, QueueProgressCache* cache)
+{
+    if (cache->generation != progress_generation || progress == nullptr) {
+        cache->progress = queue_progress(queue);  // may make the table, bumping the generation
+        cache->generation = progress_generation;
+    }
+    return cache->progress;
+}

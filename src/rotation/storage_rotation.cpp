@@ -1,0 +1,315 @@
+// Postgres regime: storage rotation of jobbuf.jobs and jobbuf.queue_stats (see storage_rotation.h
+// and docs/storage.md).
+#include "pg_includes.h"
+
+#include "metadata/jobs_table_shape.h"
+#include "pg_compat.h"
+#include "rotation/storage_rotation.h"
+#include "rotation/storage_truncation.h"
+#include "worker/worker_transaction.h"
+
+extern "C" {
+#include "access/heapam.h"
+#include "access/heaptoast.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/transam.h"
+#include "access/xact.h"
+#include "catalog/heap.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "executor/executor.h"
+#include "nodes/makefuncs.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "storage/procarray.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+}
+
+namespace {
+
+constexpr long kCheckEveryMs = 200;
+// Due when the heap has reached 8 MB and its live rows fill at most a quarter of it: under a
+// working vacuum the table stays below that, so rotation only acts when vacuum cannot reclaim.
+// While the xmin horizon is held back by a transaction or snapshot older than 15 s (a report,
+// pg_dump, a session idle in transaction), due from 1 MB already, with live rows filling at most
+// half of it: every scan that walks the index entries of delivered jobs (a full pass, the
+// census) visits the heap for each one, since none can be marked dead; 8 MB of them cost 7-17 ms
+// per walk at 2,000 jobs/s, 1 MB about an eighth of that. 15 s and not less: a horizon a few
+// seconds behind is normal (an ANALYZE, a standby's feedback every 10 s), and rotations cost
+// their lock, their copy and new catalog rows.
+// The n-th rotation under the same held horizon is due from n pages if that is more than 1 MB:
+// each rotation gives the table and its used indexes new files (storage_truncation.h), and the
+// held horizon keeps every pg_class version that wrote, so the next rotation's catalog updates
+// (and every backend's reload of the table) walk n versions per relation. Rotations then come
+// n times less often and cost n times more: their total cost stays flat however long the
+// horizon is held. At 23,000 jobs/s 1 MB fills in 0.2 s; without this, rotations held the lock
+// longer each time (6 ms, 9 ms after 500 rotations) and p99 grew all through a ten-minute
+// snapshot.
+constexpr BlockNumber kRotateAtBlocks = (8 * 1024 * 1024) / BLCKSZ;
+constexpr uint64 kLiveShare = 4;
+constexpr BlockNumber kRotateHeldAtBlocks = (1024 * 1024) / BLCKSZ;
+constexpr uint64 kHeldLiveShare = 2;
+constexpr long kHeldAfterMs = 15 * 1000;
+// Producers wait for the rotation once it holds the lock: it moves at most this much.
+constexpr uint64 kMaxLiveRows = 10000;
+constexpr uint64 kMaxLiveBytes = 32 * 1024 * 1024;
+// The lock is tried, never waited for, every kLockPollUs for up to kLockSpinUs: a busy table is
+// free only between its producers' transactions. Then again after a growing pause.
+constexpr long kLockSpinUs = 20000;
+constexpr long kLockPollUs = 200;
+constexpr long kRetryMinMs = 100;
+constexpr long kRetryMaxMs = 2000;
+// A table with too many live rows (a backlog) is looked at again after 5 s; one below 8 MB after
+// 1 s (the live rows of a burst are delivered within moments, and counting them costs little).
+constexpr long kTooLiveRetryMs = 5000;
+constexpr long kTooLiveSmallRetryMs = 1000;
+
+// The tables the worker rotates, each checked on its own schedule.
+struct RotatedTable {
+    const char* name;
+    BlockNumber rotate_at_blocks;       // the heap size from which rotation is due
+    BlockNumber held_at_blocks;         // ... while the xmin horizon is held back
+    bool (*is_pristine)(Relation rel);  // as the extension made it: a TRUNCATE changes nothing else
+    TimestampTz next_check;
+    long lock_retry_ms;
+    BlockNumber last_blocks;  // the heap's size at the last check
+    uint32 held_rotations;    // rotations since the xmin horizon was last seen not held back
+};
+
+// The next transaction id as the worker saw it over the last 30 s or so, one sample a second:
+// when the xmin horizon has not passed the one of 15 s ago, a transaction or snapshot older than
+// that still runs, and nothing deleted since can be vacuumed.
+struct NextXidSample {
+    TimestampTz at;
+    TransactionId next_xid;
+};
+constexpr int kNextXidSamples = 32;
+NextXidSample next_xid_samples[kNextXidSamples];
+int next_xid_newest = -1;
+
+void sample_next_xid(TimestampTz now)
+{
+    if (next_xid_newest >= 0 && now - next_xid_samples[next_xid_newest].at < 1000 * 1000)
+        return;
+    next_xid_newest = (next_xid_newest + 1) % kNextXidSamples;
+    next_xid_samples[next_xid_newest] = {now, ReadNextTransactionId()};
+}
+
+bool horizon_held_back(Relation rel)
+{
+    if (next_xid_newest < 0)
+        return false;
+    // The newest sample at least kHeldAfterMs old (none yet: not known to be held).
+    TimestampTz cutoff = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), -kHeldAfterMs);
+    for (int k = 0; k < kNextXidSamples; k++) {
+        const NextXidSample& sample = next_xid_samples[(next_xid_newest - k + kNextXidSamples) % kNextXidSamples];
+        if (sample.at == 0)
+            return false;
+        if (sample.at <= cutoff)
+            return TransactionIdPrecedes(GetOldestNonRemovableTransactionId(rel), sample.next_xid);
+    }
+    return false;
+}
+
+bool stats_table_is_pristine(Relation rel);
+
+RotatedTable rotated_tables[] = {
+    {"jobs", kRotateAtBlocks, kRotateHeldAtBlocks, jobs_table_is_pristine, 0, kRetryMinMs, 0, 0},
+    // The worker updates a queue's counters row in every batch (by its address, not walking its
+    // versions: delivery_stats.cpp): under a held snapshot each batch leaves a version nobody
+    // can remove, which readers of the table walk past. 128 pages hold about 12,000 versions.
+    {"queue_stats", 128, 128, stats_table_is_pristine, 0, kRetryMinMs, 0, 0},
+};
+
+enum class Outcome { NotDue, Rotated, LockBusy, TooLive };
+
+// jobbuf.queue_stats as created: a plain table whose only triggers are its foreign key's, with no
+// rules, no row security and nothing referencing it.
+bool stats_table_is_pristine(Relation rel)
+{
+    if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relrowsecurity || rel->rd_rel->relhasrules)
+        return false;
+    if (rel->trigdesc != nullptr)
+        for (int i = 0; i < rel->trigdesc->numtriggers; i++)
+            if (!rel->trigdesc->triggers[i].tgisinternal)
+                return false;
+    return heap_truncate_find_FKs(list_make1_oid(RelationGetRelid(rel))) == NIL;
+}
+
+struct LiveRows {
+    HeapTuple* tuples;  // flattened copies (no TOAST pointers: TRUNCATE empties the TOAST table)
+    uint64 count;
+    uint64 bytes;
+};
+
+// The rows of rel alive as of a snapshot taken now, counted (and copied into *rows when copy)
+// until either limit: false when the table holds more.
+bool read_live_rows(Relation rel, uint64 max_rows, uint64 max_bytes, bool copy, LiveRows* rows)
+{
+    Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
+    TableScanDesc scan = jobbuf_table_beginscan(rel, snapshot);
+    TupleDesc desc = RelationGetDescr(rel);
+    rows->count = 0;
+    rows->bytes = 0;
+    uint64 capacity = copy ? 64 : 0;
+    rows->tuples = copy ? static_cast<HeapTuple*>(palloc(sizeof(HeapTuple) * capacity)) : nullptr;
+    bool fits = true;
+    HeapTuple tuple;
+    while ((tuple = heap_getnext(scan, ForwardScanDirection)) != nullptr) {
+        HeapTuple kept = nullptr;
+        if (copy)
+            kept = HeapTupleHasExternal(tuple) ? toast_flatten_tuple(tuple, desc) : heap_copytuple(tuple);
+        uint64 length = kept != nullptr ? kept->t_len : tuple->t_len;
+        if (rows->count + 1 > max_rows || rows->bytes + length > max_bytes) {
+            fits = false;
+            break;
+        }
+        if (copy) {
+            if (rows->count == capacity) {
+                capacity *= 2;
+                rows->tuples = static_cast<HeapTuple*>(repalloc(rows->tuples, sizeof(HeapTuple) * capacity));
+            }
+            rows->tuples[rows->count] = kept;
+        }
+        rows->count++;
+        rows->bytes += length;
+    }
+    table_endscan(scan);
+    UnregisterSnapshot(snapshot);
+    return fits;
+}
+
+// ACCESS EXCLUSIVE on relid without joining its lock queue (a TRUNCATE queued behind pg_dump's
+// ACCESS SHARE would block every producer behind it).
+bool lock_without_waiting(Oid relid)
+{
+    for (long waited_us = 0;; waited_us += kLockPollUs) {
+        if (ConditionalLockRelationOid(relid, AccessExclusiveLock))
+            return true;
+        if (waited_us >= kLockSpinUs)
+            return false;
+        CHECK_FOR_INTERRUPTS();
+        pg_usleep(kLockPollUs);
+    }
+}
+
+// Puts rows back into the (just truncated) table, frozen: a snapshot older than the rotation
+// still sees them, as it saw them before. Every index gets its entries.
+void put_back(Oid relid, const LiveRows& rows)
+{
+    Relation rel = table_open(relid, NoLock);
+    EState* estate = CreateExecutorState();
+    ResultRelInfo* result_rel = makeNode(ResultRelInfo);
+    InitResultRelInfo(result_rel, rel, 1, nullptr, 0);
+    ExecOpenIndices(result_rel, false);
+    TupleTableSlot* slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
+    CommandId cid = GetCurrentCommandId(true);
+    for (uint64 i = 0; i < rows.count; i++) {
+        ExecStoreHeapTuple(rows.tuples[i], slot, false);
+        table_tuple_insert(rel, slot, cid, TABLE_INSERT_FROZEN, nullptr);
+        jobbuf_insert_index_tuples(result_rel, slot, estate);
+        ResetPerTupleExprContext(estate);
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    ExecCloseIndices(result_rel);
+    FreeExecutorState(estate);
+    table_close(rel, NoLock);
+}
+
+// One attempt, inside the worker transaction begun by the caller. The table is looked at under
+// ACCESS SHARE, taken without waiting; TooLive and LockBusy leave the table as it was.
+Outcome try_rotation(RotatedTable& table)
+{
+    Oid schema = get_namespace_oid("jobbuf", true);
+    Oid relid = OidIsValid(schema) ? get_relname_relid(table.name, schema) : InvalidOid;
+    if (!OidIsValid(relid) || !ConditionalLockRelationOid(relid, AccessShareLock))
+        return Outcome::NotDue;
+    Relation rel = table_open(relid, NoLock);
+    // Only the table as the extension made it: an owner's trigger, rule or foreign key pointing at
+    // it would see a TRUNCATE, or refuse it.
+    BlockNumber blocks = RelationGetNumberOfBlocks(rel);
+    table.last_blocks = blocks;
+    bool held = false;
+    if (blocks < table.rotate_at_blocks) {
+        if (!horizon_held_back(rel))
+            table.held_rotations = 0;
+        else
+            held = blocks >= Max(table.held_at_blocks, table.held_rotations);
+    }
+    if (rel->rd_rel->relam != HEAP_TABLE_AM_OID || !table.is_pristine(rel) ||
+        (blocks < table.rotate_at_blocks && !held)) {
+        table_close(rel, NoLock);
+        return Outcome::NotDue;
+    }
+    uint64 heap_bytes = static_cast<uint64>(blocks) * BLCKSZ;
+    LiveRows rows;
+    bool mostly_dead =
+        read_live_rows(rel, kMaxLiveRows, heap_bytes / (held ? kHeldLiveShare : kLiveShare), false, &rows);
+    table_close(rel, NoLock);
+    if (!mostly_dead)
+        return Outcome::TooLive;
+    if (!lock_without_waiting(relid))
+        return Outcome::LockBusy;
+
+    // Nobody else holds a lock on the table now: every transaction that staged, took, claimed or
+    // deleted rows in it has ended, so a snapshot taken now sees each live row in its last state.
+    MemoryContext rows_cxt = AllocSetContextCreate(TopTransactionContext, "jobbuf rotation", ALLOCSET_DEFAULT_SIZES);
+    MemoryContext caller_cxt = MemoryContextSwitchTo(rows_cxt);
+    rel = table_open(relid, NoLock);
+    bool fits = read_live_rows(rel, 2 * kMaxLiveRows, kMaxLiveBytes, true, &rows);
+    MemoryContextSwitchTo(caller_cxt);
+    if (!fits) {
+        table_close(rel, NoLock);
+        return Outcome::TooLive;  // nothing changed; the lock goes at the caller's commit
+    }
+    bool refills_toast = false;
+    for (uint64 i = 0; i < rows.count && !refills_toast; i++)
+        refills_toast = rows.tuples[i]->t_len > TOAST_TUPLE_THRESHOLD;
+    truncate_storage(rel, refills_toast);
+    table_close(rel, NoLock);
+    CommandCounterIncrement();
+    put_back(relid, rows);
+    MemoryContextDelete(rows_cxt);
+    return Outcome::Rotated;
+}
+
+}  // namespace
+
+void rotate_storage_if_due(void)
+{
+    sample_next_xid(GetCurrentTimestamp());
+    for (RotatedTable& table : rotated_tables) {
+        if (GetCurrentTimestamp() < table.next_check)
+            continue;
+        // An error in the attempt (caught by the caller) leaves this: tried again in 5 s.
+        table.next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), kTooLiveRetryMs);
+        begin_worker_transaction("jobbuf: storage rotation");
+        Outcome outcome = try_rotation(table);
+        commit_worker_transaction();  // unless it rotated, nothing was written: this releases the locks
+        long wait_ms = kCheckEveryMs;
+        switch (outcome) {
+            case Outcome::LockBusy:
+                wait_ms = table.lock_retry_ms;
+                table.lock_retry_ms = Min(table.lock_retry_ms * 2, kRetryMaxMs);
+                break;
+            case Outcome::TooLive:
+                wait_ms = table.last_blocks >= table.rotate_at_blocks ? kTooLiveRetryMs : kTooLiveSmallRetryMs;
+                break;
+            case Outcome::Rotated:
+                table.held_rotations++;
+                table.lock_retry_ms = kRetryMinMs;
+                break;
+            case Outcome::NotDue:
+                table.lock_retry_ms = kRetryMinMs;
+                break;
+        }
+        table.next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), wait_ms);
+    }
+}

@@ -1,0 +1,83 @@
+// Postgres regime: the TRUNCATE step of a storage rotation (see storage_truncation.h).
+#include "pg_includes.h"
+
+#include "pg_compat.h"
+#include "rotation/storage_truncation.h"
+
+extern "C" {
+#include "access/heapam_xlog.h"
+#include "access/table.h"
+#include "access/xloginsert.h"
+#include "catalog/catalog.h"
+#include "catalog/index.h"
+#include "catalog/pg_am.h"
+#include "pgstat.h"
+#include "storage/bufmgr.h"
+#include "storage/predicate.h"
+#include "utils/lsyscache.h"
+#include "utils/relcache.h"
+}
+
+namespace {
+
+// A B-tree whose file is its metapage alone: no entry was ever added since it was built.
+bool index_never_used(Oid index_oid)
+{
+    Relation index = index_open(index_oid, AccessExclusiveLock);
+    bool never_used = index->rd_rel->relam == BTREE_AM_OID && RelationGetNumberOfBlocks(index) <= 1;
+    index_close(index, NoLock);
+    return never_used;
+}
+
+// New, empty files for rel's indexes, except those that never had an entry. Like TRUNCATE
+// (reindex_relation), an invalid index of a TOAST table is left alone: REINDEX refuses it (one
+// is left behind by a REINDEX CONCURRENTLY that was cancelled), and nothing reads it.
+void rebuild_used_indexes(Relation rel, bool is_toast)
+{
+    List* indexes = RelationGetIndexList(rel);
+    ListCell* cell;
+    foreach (cell, indexes) {
+        Oid index = lfirst_oid(cell);
+        if (is_toast && !get_index_isvalid(index))
+            continue;
+        if (!index_never_used(index))
+            jobbuf_reindex_index(index, rel->rd_rel->relpersistence);
+    }
+    list_free(indexes);
+}
+
+// The record ExecuteTruncateGuts writes for logical decoding.
+void log_truncate_for_decoding(Relation rel)
+{
+    xl_heap_truncate record = {};
+    record.dbId = MyDatabaseId;
+    record.nrelids = 1;
+    record.flags = 0;
+    Oid relid = RelationGetRelid(rel);
+    XLogBeginInsert();
+    XLogRegisterData(reinterpret_cast<char*>(&record), SizeOfHeapTruncate);
+    XLogRegisterData(reinterpret_cast<char*>(&relid), sizeof(Oid));
+    XLogSetRecordFlags(XLOG_INCLUDE_ORIGIN);
+    XLogInsert(RM_HEAP_ID, XLOG_HEAP_TRUNCATE);
+}
+
+}  // namespace
+
+void truncate_storage(Relation rel, bool refills_toast)
+{
+    CheckTableForSerializableConflictIn(rel);
+    jobbuf_set_new_relfilenumber(rel);
+    Oid toast_oid = rel->rd_rel->reltoastrelid;
+    if (OidIsValid(toast_oid)) {
+        Relation toast = table_open(toast_oid, AccessExclusiveLock);
+        if (refills_toast || RelationGetNumberOfBlocks(toast) > 0) {
+            jobbuf_set_new_relfilenumber(toast);
+            rebuild_used_indexes(toast, true);
+        }
+        table_close(toast, NoLock);
+    }
+    rebuild_used_indexes(rel, false);
+    pgstat_count_truncate(rel);
+    if (RelationIsLogicallyLogged(rel))
+        log_truncate_for_decoding(rel);
+}
