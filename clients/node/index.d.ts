@@ -51,5 +51,5 @@ export class Queue<DataType = any> {
 
 export class JobbufOptionError extends TypeError {}
 export class JobbufConnectionError extends TypeError {}
-/** A payload holds a NUL character, which PostgreSQL's jsonb cannot store (refused before any statement). */
+/** A payload, queue name, uniqueKey or partitionKey holds a NUL character or a lone UTF-16 surrogate, which PostgreSQL cannot store (refused before any statement). */
 export class JobbufValueError extends TypeError {}

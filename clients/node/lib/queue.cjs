@@ -5,7 +5,7 @@
 'use strict';
 
 const { runnerFor } = require('./connection.cjs');
-const { payloadText } = require('./stage.cjs');
+const { payloadText, checkedText } = require('./stage.cjs');
 
 // The options jobbuf's bullmq target writes into the job (SPEC "Job frameworks"); delay becomes
 // the staged job's run_at (now + delay, on the database's clock).
@@ -63,6 +63,7 @@ const ADD_SQL =
 class Queue {
   constructor(name, opts = {}) {
     if (typeof name !== 'string' || name === '') throw new TypeError('jobbuf: a Queue needs the BullMQ queue name');
+    checkedText('the BullMQ queue name', name);
     for (const key of Object.keys(opts || {})) {
       if (QUEUE_OPTIONS.has(key)) continue;
       throw new JobbufOptionError(`jobbuf: the Queue option "${key}" cannot be carried: ` +

@@ -18,25 +18,49 @@ function runAtText(runAt) {
   throw new TypeError(`jobbuf: runAt must be a Date or a timestamptz string, not ${typeof runAt}`);
 }
 
-function optionalText(name, value) {
-  if (value == null) return null;
+class JobbufValueError extends TypeError {}
+
+const UNTOUCHED = 'nothing was staged and your transaction is untouched';
+// A UTF-16 surrogate without its pair: UTF-8 cannot carry it (node-postgres would send U+FFFD).
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+// A text parameter (queue, uniqueKey, partitionKey): a NUL character, which PostgreSQL's text
+// cannot hold (it would refuse the statement and abort the caller's transaction), and a lone
+// surrogate are refused before any statement.
+function checkedText(name, value) {
   if (typeof value !== 'string') throw new TypeError(`jobbuf: ${name} must be a string, not ${typeof value}`);
+  if (value.includes('\u0000')) {
+    throw new JobbufValueError(`jobbuf: ${name} contains a NUL character (\\u0000), which PostgreSQL's text cannot store; ${UNTOUCHED}.`);
+  }
+  if (LONE_SURROGATE.test(value)) {
+    throw new JobbufValueError(`jobbuf: ${name} contains a lone UTF-16 surrogate, which UTF-8 cannot carry; ${UNTOUCHED}.`);
+  }
   return value;
 }
 
-class JobbufValueError extends TypeError {}
+function optionalText(name, value) {
+  return value == null ? null : checkedText(name, value);
+}
 
 // A \u0000 escape that JSON.stringify wrote for a NUL character (an odd run of backslashes).
 const NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/;
+// A surrogate escape: JSON.stringify writes a surrogate as \uD800-\uDFFF only when it is alone
+// (a pair stays as its characters); PostgreSQL's jsonb refuses such an escape.
+const SURROGATE_ESCAPE = /(?<!\\)(?:\\\\)*\\u[dD][89a-fA-F][0-9a-fA-F]{2}/;
 
-// The payload's JSON text. A NUL character, which jsonb cannot store (PostgreSQL would refuse the
-// statement and abort the caller's transaction), is refused before any statement.
+// The payload's JSON text. A NUL character and a lone surrogate, which jsonb cannot store
+// (PostgreSQL would refuse the statement and abort the caller's transaction), are refused before
+// any statement.
 function payloadText(payload) {
   if (payload === undefined) throw new TypeError('jobbuf: the payload is undefined (nothing JSON can carry)');
   const text = JSON.stringify(payload);
   if (NUL_ESCAPE.test(text)) {
     throw new JobbufValueError('jobbuf: the payload contains a NUL character (\\u0000), which PostgreSQL\'s jsonb ' +
       'cannot store; nothing was staged and your transaction is untouched. Remove it or encode the value (e.g. Base64).');
+  }
+  if (SURROGATE_ESCAPE.test(text)) {
+    throw new JobbufValueError('jobbuf: the payload contains a lone UTF-16 surrogate (a string cut inside a ' +
+      `character pair), which PostgreSQL's jsonb cannot store; ${UNTOUCHED}.`);
   }
   return text;
 }
@@ -47,12 +71,11 @@ async function stage(client, queue, payload, options = {}) {
       throw new TypeError(`jobbuf: stage() has no option "${key}" (it takes runAt, uniqueKey, partitionKey)`);
     }
   }
-  if (typeof queue !== 'string') throw new TypeError('jobbuf: the queue name must be a string');
   const { runAt, uniqueKey, partitionKey } = options || {};
-  const params = [queue, payloadText(payload), runAtText(runAt),
+  const params = [checkedText('the queue name', queue), payloadText(payload), runAtText(runAt),
     optionalText('uniqueKey', uniqueKey), optionalText('partitionKey', partitionKey)];
   const rows = await runnerFor(client)(STAGE_SQL, params);
   return rows[0].id;
 }
 
-module.exports = { stage, payloadText, JobbufValueError };
+module.exports = { stage, payloadText, checkedText, JobbufValueError };

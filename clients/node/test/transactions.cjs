@@ -131,6 +131,18 @@ async function stagePhase(pgUrl, outFile) {
       () => queue.add('send', { key: 'refused-nul', text: 'a\u0000b' }), /NUL character/);
     await expectThrow('a NUL character is refused before any statement (stage)',
       () => jobbuf.stage(client, 'mail_jobs', { name: 'send', data: { ['k\u0000']: 1 } }), /NUL character/);
+    await expectThrow('a lone surrogate in the payload is refused before any statement (stage)',
+      () => jobbuf.stage(client, 'mail_jobs', { name: 'send', data: { text: 'cut \uD83D' } }), /lone UTF-16 surrogate/);
+    await expectThrow('a lone surrogate in the payload is refused before any statement (add)',
+      () => queue.add('send', { key: 'refused-surrogate', text: '\uDE00 alone' }), /lone UTF-16 surrogate/);
+    await expectThrow('a NUL character in uniqueKey is refused before any statement',
+      () => jobbuf.stage(client, 'mail_jobs', { name: 'a', data: {} }, { uniqueKey: 'k\u0000' }), /uniqueKey contains a NUL/);
+    await expectThrow('a NUL character in partitionKey is refused before any statement',
+      () => jobbuf.stage(client, 'mail_jobs', { name: 'a', data: {} }, { partitionKey: 'p\u0000' }), /partitionKey contains a NUL/);
+    await expectThrow('a NUL character in the queue name is refused before any statement',
+      () => jobbuf.stage(client, 'mail\u0000jobs', { name: 'a', data: {} }), /queue name contains a NUL/);
+    await expectThrow('a lone surrogate in uniqueKey is refused before any statement',
+      () => jobbuf.stage(client, 'mail_jobs', { name: 'a', data: {} }, { uniqueKey: 'k\uD800' }), /uniqueKey contains a lone/);
     await expectThrow('stage() refuses an unknown option', () => jobbuf.stage(client, 'mail_jobs', { name: 'a', data: {} }, { delay: 5 }), /no option "delay"/);
     expected.push({ ...p, committed: true });
   });
