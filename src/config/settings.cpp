@@ -35,19 +35,98 @@ static const struct config_enum_entry tls_verify_options[] = {
     {nullptr, 0, false},
 };
 
+// jobbuf.redis_url may carry a password, and members of pg_read_all_settings (so pg_monitor, the
+// exporter's role) read GUC_SUPERUSER_ONLY settings: SHOW, current_setting(), pg_settings (its
+// setting, reset_val and boot_val). A show hook would mask only the first two and setting:
+// pg_settings.reset_val and GetConfigOption() give the stored text. So the stored text itself has
+// the password masked ("rediss://user:********@host:6380/0"), for every role, and the URL as
+// written is the value's extra, which the assign hook makes the worker's (effective_redis_url).
+// GUC keeps each extra with its value (reset, SET LOCAL, rollback), so the two never disagree.
+static const char kPasswordMask[] = "********";
+
+// The URL as written of the current value, password included: what the worker connects with.
+static const char* effective_redis_url = nullptr;
+
+// The last applied URL that carried a password (malloc'd, this process's), so that its masked
+// text, given back as a value (the drain worker restores the server's value from GetConfigOption,
+// worker_session.cpp), means that URL again.
+static char* applied_url_with_password = nullptr;
+
+#if PG_VERSION_NUM >= 160000
+static void* setting_alloc(size_t size) { return guc_malloc(LOG, size); }
+static char* setting_strdup(const char* text) { return guc_strdup(LOG, text); }
+static void setting_free(void* memory) { guc_free(memory); }
+#else
+// GUC frees values and extras with free() before 16
+static void* setting_alloc(size_t size) { return malloc(size); }
+static char* setting_strdup(const char* text) { return strdup(text); }
+static void setting_free(void* memory) { free(memory); }
+#endif
+
+// Where the password of url is, by the parser's rules (redis/endpoint.cpp): the credentials end
+// at the last '@' (unix://: at the first "@/"), the password follows the user's first ':'.
+static bool find_url_password(const char* url, size_t* begin, size_t* end)
+{
+    const char* separator = strstr(url, "://");
+    if (separator == nullptr)
+        return false;
+    const char* rest = separator + 3;
+    const char* credentials_end;
+    if (separator - url == 4 && pg_strncasecmp(url, "unix", 4) == 0)
+        credentials_end = rest[0] == '/' ? nullptr : strstr(rest, "@/");
+    else
+        credentials_end = strrchr(rest, '@');
+    if (credentials_end == nullptr)
+        return false;
+    const char* colon = static_cast<const char*>(memchr(rest, ':', credentials_end - rest));
+    if (colon == nullptr)
+        return false;
+    *begin = colon + 1 - url;
+    *end = credentials_end - url;
+    return true;
+}
+
+// url with its password (if any) replaced by kPasswordMask, in GUC memory; nullptr when out of memory.
+static char* masked_redis_url(const char* url)
+{
+    size_t begin, end;
+    if (!find_url_password(url, &begin, &end))
+        return setting_strdup(url);
+    size_t size = begin + strlen(kPasswordMask) + strlen(url + end) + 1;
+    char* text = static_cast<char*>(setting_alloc(size));
+    if (text != nullptr)
+        snprintf(text, size, "%.*s%s%s", static_cast<int>(begin), url, kPasswordMask, url + end);
+    return text;
+}
+
+// True when shown is url with its password masked.
+static bool masks(const char* shown, const char* url)
+{
+    size_t begin, end;
+    if (!find_url_password(url, &begin, &end))
+        return false;
+    size_t mask_length = strlen(kPasswordMask);
+    return strncmp(shown, url, begin) == 0 && strncmp(shown + begin, kPasswordMask, mask_length) == 0 &&
+           strcmp(shown + begin + mask_length, url + end) == 0;
+}
+
 static bool check_redis_url(char** newval, void** extra, GucSource source)
 {
     if (*newval == nullptr)
         return true;  // the boot value is being reset; the default below is valid
+    // The masked text of the URL this process applied last: that URL (see applied_url_with_password).
+    const char* url = *newval;
+    if (applied_url_with_password != nullptr && masks(url, applied_url_with_password))
+        url = applied_url_with_password;
     char reason[256];
     bool has_password = false;
-    if (!jobbuf::redis::check_redis_url(*newval, reason, sizeof(reason), &has_password)) {
+    if (!jobbuf::redis::check_redis_url(url, reason, sizeof(reason), &has_password)) {
         note_server_url_check(source, reason);  // Postgres keeps another value: the worker must not use it
         GUC_check_errdetail("%s", reason);
         return false;
     }
     note_server_url_check(source, nullptr);
-    // ALTER DATABASE / ROLE ... SET (checked as PGC_S_TEST) stores the value in
+    // ALTER DATABASE / ROLE ... SET (checked as PGC_S_TEST) stores the value as written in
     // pg_db_role_setting, which every role can read: no password there.
     // The password as the worker would read it (the parser's rules: the last '@' ends it).
     if (source == PGC_S_TEST && has_password) {
@@ -56,7 +135,32 @@ static bool check_redis_url(char** newval, void** extra, GucSource source)
         GUC_check_errhint("Set jobbuf.redis_password_file for the database instead.");
         return false;
     }
+    if (has_password) {
+        char* written = setting_strdup(url);
+        char* masked = masked_redis_url(url);
+        if (written == nullptr || masked == nullptr) {
+            setting_free(written);
+            setting_free(masked);
+            GUC_check_errmsg("out of memory");
+            return false;
+        }
+        setting_free(*newval);  // after its last use: url may be it
+        *newval = masked;
+        *extra = written;
+    }
     return true;
+}
+
+static void assign_redis_url(const char* newval, void* extra)
+{
+    effective_redis_url = extra != nullptr ? static_cast<const char*>(extra) : newval;
+    if (extra == nullptr)
+        return;
+    char* copy = strdup(static_cast<const char*>(extra));
+    if (copy == nullptr)
+        return;  // the previous one stays: only a restored masked value would miss this one
+    free(applied_url_with_password);
+    applied_url_with_password = copy;
 }
 
 static bool check_database(char** newval, void** extra, GucSource source)
@@ -125,7 +229,7 @@ void jobbuf_define_settings(void)
                                "redis[s]+sentinel://[user[:password]@]host[:port][,host[:port]...]/master[/db]; "
                                "a user without a password takes it from jobbuf.redis_password_file",
                                &jobbuf_redis_url, "redis://127.0.0.1:6379/0", PGC_SUSET, GUC_SUPERUSER_ONLY,
-                               check_redis_url, nullptr, nullptr);
+                               check_redis_url, assign_redis_url, nullptr);
 
     DefineCustomStringVariable(
         "jobbuf.redis_password_file",
@@ -200,7 +304,7 @@ jobbuf::redis::SessionSettings redis_session_settings(const char* password, cons
                                                       const char* client_name)
 {
     jobbuf::redis::SessionSettings settings;
-    settings.redis_url = jobbuf_redis_url;
+    settings.redis_url = effective_redis_url != nullptr ? effective_redis_url : jobbuf_redis_url;
     settings.password = password[0] != '\0' ? password : nullptr;
     settings.sentinel_password = sentinel_password;
     settings.timeout_ms = jobbuf_redis_timeout;

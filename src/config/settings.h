@@ -8,7 +8,10 @@
 // SET by a superuser (that database's worker only; see launcher/database_settings.h).
 // jobbuf.database (postmaster) is jobbuf_database, declared in database_list.h.
 extern int jobbuf_max_workers;            // jobbuf.max_workers (postmaster)
-extern char* jobbuf_redis_url;            // jobbuf.redis_url (suset, superuser-only)
+// jobbuf.redis_url (suset, superuser-only): the text shown, its password masked
+// ("redis://user:********@host/0") for every role; the worker connects with the URL as written,
+// which only redis_session_settings gives.
+extern char* jobbuf_redis_url;
 extern char* jobbuf_redis_password_file;  // jobbuf.redis_password_file (suset, superuser-only)
 extern int jobbuf_batch_size;             // jobbuf.batch_size
 extern int jobbuf_batch_max_bytes;        // jobbuf.batch_max_bytes, bytes
