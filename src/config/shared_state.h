@@ -17,13 +17,15 @@ constexpr int kStatusErrorLen = 256;
 constexpr int kWokenQueues = 64;
 
 // Why a drain worker (or the probe) left, written just before it exits: the launcher decides
-// from it what to do next. A crash or an error leaves Unknown: restart with backoff.
+// from it what to do next. A crash or an error leaves Unknown: restart with backoff. A drain
+// worker that SIGTERM ended notes Terminated on its way out (unless it noted another reason first).
 enum class WorkerExit : uint32 {
     Unknown = 0,
     NoExtension,      // jobbuf is not installed there (or was dropped): no worker until CREATE EXTENSION
     HasExtension,     // the probe found jobbuf installed
     LeftForDrop,      // a DROP DATABASE waits for it: restart without backoff once the pause ends
     SettingsChanged,  // ALTER DATABASE ... SET jobbuf.redis_* and a reload: restart now
+    Terminated,       // ended by SIGTERM (pg_terminate_backend): restart now, no backoff
 };
 
 // One drain worker's slot.

@@ -490,7 +490,7 @@ extern "C" PGDLLEXPORT void jobbuf_drain_main(Datum arg);
 void jobbuf_drain_main(Datum arg)
 {
     pqsignal(SIGHUP, SignalHandlerForConfigReload);
-    pqsignal(SIGTERM, die);
+    take_sigterm_as_terminate();  // die, and a note for the launcher: restart at once
     BackgroundWorkerUnblockSignals();
     join_drain_slot(arg);
     pgstat_report_appname("jobbuf drain worker");

@@ -11,9 +11,31 @@ extern "C" {
 #include "access/xact.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
+#include "tcop/tcopprot.h"
 }
 
+#include <csignal>
+
 namespace {
+
+volatile sig_atomic_t sigterm_received = false;
+
+void terminate_requested(SIGNAL_ARGS)
+{
+    sigterm_received = true;
+    die(postgres_signal_arg);
+}
+
+// At proc_exit (on_shmem_exit): a process that SIGTERM asked to leave says so, unless it noted
+// why it left already (NoExtension, LeftForDrop, ...).
+void note_terminated_exit(int code, Datum arg)
+{
+    if (!sigterm_received || my_drain_slot == nullptr)
+        return;
+    uint32 unknown = static_cast<uint32>(WorkerExit::Unknown);
+    (void)pg_atomic_compare_exchange_u32(&my_drain_slot->exit_reason, &unknown,
+                                         static_cast<uint32>(WorkerExit::Terminated));
+}
 
 bool extension_installed(void)
 {
@@ -30,6 +52,12 @@ void leave(WorkerExit reason)
 }
 
 }  // namespace
+
+void take_sigterm_as_terminate(void)
+{
+    pqsignal(SIGTERM, terminate_requested);
+    on_shmem_exit(note_terminated_exit, (Datum)0);
+}
 
 void join_drain_slot(Datum main_arg)
 {

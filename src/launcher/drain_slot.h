@@ -6,6 +6,12 @@
 #pragma once
 #include "pg_includes.h"
 
+// Instead of pqsignal(SIGTERM, die), before BackgroundWorkerUnblockSignals: SIGTERM still ends the
+// process through die (a FATAL at the next CHECK_FOR_INTERRUPTS), and on its way out the process
+// notes WorkerExit::Terminated in its slot, unless it noted another reason first. The launcher then
+// restarts a drain worker at once; an exit without a note (an ERROR, a crash) backs off.
+void take_sigterm_as_terminate(void);
+
 // Connects, sets my_drain_slot to the slot and returns when the process is to drain; else exits.
 void join_drain_slot(Datum main_arg);
 

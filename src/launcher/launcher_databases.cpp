@@ -259,12 +259,30 @@ void drain_worker_finished(Entry* e, TimestampTz now)
         return;
     }
     e->phase = Phase::Wanted;  // it ran: the extension is there
+    bool healthy = TimestampDifferenceExceeds(e->started_at, now, kHealthyRunMs);
+    if (reason == WorkerExit::Terminated) {
+        // SIGTERM ended it: pg_terminate_backend, a pooler's or a benchmark's cleanup, or the
+        // server's shutdown. At shutdown the launcher got its own SIGTERM before this exit was
+        // reported (the postmaster signals every process first): it leaves here, starting nothing.
+        CHECK_FOR_INTERRUPTS();
+        // Not a failure: restart at once (after a DROP DATABASE's pause, if one is set); the
+        // backoff of real failures does not grow (a 60 s run resets it, as after any exit).
+        if (healthy)
+            e->restart_delay_ms = kMinRestartDelayMs;
+        e->next_start = now;
+        ereport(LOG, (errmsg("jobbuf: the drain worker for database \"%s\" was terminated; restarted at once",
+                             e->name)));
+        return;
+    }
     // Restart soon if it ran well, left for a DROP DATABASE (which keeps it away itself while it
     // lasts) or for new settings; later and later if it keeps dying.
     bool planned = reason == WorkerExit::LeftForDrop || reason == WorkerExit::SettingsChanged;
-    bool healthy = planned || TimestampDifferenceExceeds(e->started_at, now, kHealthyRunMs);
-    e->restart_delay_ms = healthy ? kMinRestartDelayMs : Min(e->restart_delay_ms * 2, kMaxRestartDelayMs);
+    e->restart_delay_ms = planned || healthy ? kMinRestartDelayMs : Min(e->restart_delay_ms * 2, kMaxRestartDelayMs);
     e->next_start = planned ? now : TimestampTzPlusMilliseconds(now, e->restart_delay_ms);
+    if (!planned)
+        ereport(LOG, (errmsg("jobbuf: the drain worker for database \"%s\" stopped without being asked to (an "
+                             "error or a crash); restarted in %d ms",
+                             e->name, e->restart_delay_ms)));
 }
 
 bool start_due(const Entry* e, TimestampTz now)

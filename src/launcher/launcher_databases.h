@@ -38,7 +38,9 @@
 //  The exit of a drain worker (drain_worker_finished), from Unchecked or Wanted:
 //  (5)  -> Wanted, any exit but (7), (8), (9): it ran, the extension is there;
 //  (6)  Wanted -> Wanted: restarted at once when it left for a DROP DATABASE or for new settings,
-//       else after a delay doubled at each exit (1 s to 60 s; back to 1 s after a 60 s run);
+//       or was ended by SIGTERM (pg_terminate_backend: WorkerExit::Terminated, one LOG; the delay
+//       below is left as it was), else after a delay doubled at each exit (1 s to 60 s; back to
+//       1 s after a 60 s run; one LOG);
 //  (7)  -> Unchecked (Wanted when named): stopped because it had not connected 10 s after its
 //       start (stop_stuck_starts); its slot freed, retried after a doubled delay;
 //  (8)  -> WithoutExtension: NoExtension and no CREATE EXTENSION meanwhile; its slot freed;
