@@ -1,7 +1,11 @@
 """Django producer of the Python client's end-to-end test (test/e2e/clients_python.sh):
 record.delay / apply_async(args, kwargs, eta=, countdown=, queue=) inside transaction.atomic(),
 every 10th atomic block rolled back, with an Order created next to each task; jobbuf.stage() on
-Django's connection; the refusals; Celery's own publish outside any atomic block.
+Django's connection; the refusals; a second database with jobbuf ('orders'): delay() inside
+atomic(using="orders") follows that block, atomic blocks on two databases with jobbuf raise unless
+jobbuf.celery.transaction() binds one, one on a database without jobbuf ('plain') does not count;
+outside any atomic block, delay() stages and commits at once, and options jobbuf cannot carry are
+Celery's own publish.
     python django_produce.py EXPECTED.json"""
 import datetime
 import os
@@ -12,7 +16,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "settings")
 import django  # noqa: E402
 
 django.setup()
-from django.db import connection, transaction  # noqa: E402
+from django.db import connection, connections, transaction  # noqa: E402
 
 import jobbuf  # noqa: E402
 import jobbuf.celery  # noqa: E402
@@ -20,8 +24,9 @@ from plan import Plan, Rollback, check, expect_error, record, soon  # noqa: E402
 from shop.models import Order  # noqa: E402
 
 print(f"# Django {django.get_version()}, Celery {__import__('celery').__version__}")
-with connection.schema_editor() as editor:
-    editor.create_model(Order)
+for alias in ("default", "orders"):
+    with connections[alias].schema_editor() as editor:
+        editor.create_model(Order)
 
 plan = Plan("django")
 for n in range(50):
@@ -73,10 +78,63 @@ expect_error("a Celery queue without a jobbuf queue names the jobbuf_create_queu
              lambda: transaction.atomic()(lambda: record.apply_async(["nope"], queue="nope"))(),
              "jobbuf_create_queue('nope', 'celery', '{\"celery_queue\": \"nope\"}')")
 
-# Outside any atomic block: Celery's own publish (an AsyncResult with a task id).
+# A second database with jobbuf: atomic(using="orders") is the transaction of the caller's work.
+for n, rolled_back in [(0, True), (1, False)]:
+    e = plan.job(f"orders-{n}")
+    try:
+        with transaction.atomic(using="orders"):
+            Order.objects.using("orders").create(token=e["token"])
+            result = record.delay(*plan.record_args(e))
+            check(isinstance(result, jobbuf.celery.StagedTask),
+                  f"inside atomic(using='orders'), delay() stages in that block ({'rolled back' if rolled_back else 'committed'})",
+                  repr(result))
+            if rolled_back:
+                raise Rollback()
+    except Rollback:
+        pass
+    plan.done([e], committed=not rolled_back)
+check(list(Order.objects.using("orders").values_list("token", flat=True)) == ["django-orders-1"],
+      "the orders database kept the committed order only")
+
+with transaction.atomic(), transaction.atomic(using="orders"):
+    try:
+        record.delay("ambiguous")
+    except jobbuf.celery.TransactionChoiceError as error:
+        check("'default'" in str(error) and "'orders'" in str(error)
+              and "jobbuf.celery.transaction(connections['orders'])" in str(error),
+              "atomic blocks on two databases with jobbuf: delay() raises, naming both and how to choose", str(error))
+    else:
+        check(False, "atomic blocks on two databases with jobbuf: delay() raises, naming both and how to choose", "no error")
+    # Bound, the task follows the orders block, which rolls back while default's commits.
+    e = plan.job("orders-bound")
+    try:
+        with transaction.atomic(using="orders"), jobbuf.celery.transaction(connections["orders"]):
+            record.delay(*plan.record_args(e))
+            raise Rollback()
+    except Rollback:
+        pass
+    plan.done([e], committed=False)
+
+# An atomic block on a database without jobbuf is not a transaction a task can follow.
+e = plan.job("plain")
+with transaction.atomic(), transaction.atomic(using="plain"):
+    result = record.delay(*plan.record_args(e))
+    check(isinstance(result, jobbuf.celery.StagedTask), "atomic on 'default' and on 'plain' (no jobbuf): delay() stages in default's", repr(result))
+plan.done([e], committed=True)
+
+# Outside any atomic block: staged in autocommit on 'default', committed before delay() returns.
 e = plan.job("outside")
 result = record.delay(*plan.record_args(e))
-check(not isinstance(result, jobbuf.celery.StagedTask) and bool(result.id), "outside atomic, delay() is Celery's own publish", repr(result))
+check(isinstance(result, jobbuf.celery.StagedTask),
+      "outside atomic, delay() stages and commits at once", repr(result))
+plan.done([e], committed=True)
+
+# Outside any atomic block, options jobbuf cannot carry (the worker's chains pass task_id,
+# parent_id, ...) are Celery's own publish, as without jobbuf.
+e = plan.job("outside-own")
+result = record.apply_async(plan.record_args(e), task_id="django-outside-own-id")
+check(not isinstance(result, jobbuf.celery.StagedTask) and result.id == "django-outside-own-id",
+      "outside atomic, apply_async(task_id=...) is Celery's own publish", repr(result))
 plan.done([e], committed=True)
 
 plan.write(sys.argv[1])

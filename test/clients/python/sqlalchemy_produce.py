@@ -1,7 +1,10 @@
 """SQLAlchemy producer of the Python client's end-to-end test (test/e2e/clients_python.sh):
 record.delay / apply_async inside a scoped_session's transactions (jobbuf.celery.use_scoped_session)
-and a plain Session bound with jobbuf.celery.transaction(), every 10th rolled back; jobbuf.stage()
-on a SQLAlchemy Connection, a psycopg2 and a psycopg 3 connection, each with rollbacks.
+that wrote (an INSERT, or an ORM object not yet flushed) and a plain Session bound with
+jobbuf.celery.transaction(), every 10th rolled back; a scoped_session that has only read (autobegin)
+is not the caller's transaction: delay() stages and commits at once, and removing the session
+drops nothing, while one that wrote and is removed unsaved drops its task; jobbuf.stage() on a
+SQLAlchemy Connection, a psycopg2 and a psycopg 3 connection, each with rollbacks.
     python sqlalchemy_produce.py EXPECTED.json"""
 import os
 import sys
@@ -9,7 +12,7 @@ import sys
 import psycopg
 import psycopg2
 import sqlalchemy
-from sqlalchemy.orm import Session, scoped_session, sessionmaker
+from sqlalchemy.orm import Session, declarative_base, scoped_session, sessionmaker
 
 import jobbuf
 import jobbuf.celery
@@ -20,6 +23,15 @@ dsn = f"host={os.environ['PGHOST']} port={os.environ['PGPORT']} user={os.environ
 engine = sqlalchemy.create_engine(
     f"postgresql+psycopg2://{os.environ['PGUSER']}@/{os.environ['PGDATABASE']}?host={os.environ['PGHOST']}&port={os.environ['PGPORT']}",
     future=True)
+Base = declarative_base()
+
+
+class Order(Base):
+    __tablename__ = "sa_orders"
+    token = sqlalchemy.Column(sqlalchemy.Text, primary_key=True)
+
+
+Base.metadata.create_all(engine)
 Scoped = scoped_session(sessionmaker(bind=engine, future=True))
 jobbuf.celery.use_scoped_session(Scoped)
 plan = Plan("sqlalchemy")
@@ -40,11 +52,16 @@ def transactions(count, body, begin):
         plan.done(entries, committed=not rolled_back)
 
 
-# A scoped_session: delay() finds its transaction by itself.
+# A scoped_session: delay() finds its transaction by itself once it has written (n 10-19: an
+# ORM object, pending; else an INSERT; rolled back: 6, 26 INSERT, 16 ORM).
 def scoped_body(_tx, n):
     session = Scoped()
     session.execute(sqlalchemy.text("SELECT 1"))
     e = plan.job(f"scoped-{n}", not_before=soon(2) if n % 3 == 1 else None, floats=n % 3 == 0)
+    if n // 10 == 1:
+        session.add(Order(token=e["token"]))
+    else:
+        session.execute(sqlalchemy.text("INSERT INTO sa_orders (token) VALUES (:t)"), {"t": e["token"]})
     if e["not_before"]:
         record.apply_async(plan.record_args(e), countdown=2)
     else:
@@ -58,6 +75,41 @@ def scoped_begin():
 
 transactions(30, scoped_body, scoped_begin)
 Scoped.remove()
+check(Scoped().query(Order).count() == 27, "the scoped_session committed 27 orders and rolled back 3")
+Scoped.remove()
+
+# Autobegin after reads only: not the caller's work. delay() stages and commits at once; the
+# session removed without a commit drops nothing.
+session = Scoped()
+session.execute(sqlalchemy.text("SELECT count(*) FROM sa_orders"))
+e = plan.job("scoped-read-only")
+result = record.delay(*plan.record_args(e))
+check(session.in_transaction() and isinstance(result, jobbuf.celery.StagedTask),
+      "a scoped_session that has only read: delay() stages on its own", repr(result))
+Scoped.remove()
+plan.done([e], committed=True)
+
+# Autobegin after a write: the caller's transaction; removed without a commit, it drops the task.
+for via in ("insert", "orm"):
+    session = Scoped()
+    e = plan.job(f"scoped-wrote-{via}")
+    if via == "orm":
+        session.add(Order(token=e["token"]))
+    else:
+        session.execute(sqlalchemy.text("INSERT INTO sa_orders (token) VALUES (:t)"), {"t": e["token"]})
+    record.delay(*plan.record_args(e))
+    Scoped.remove()
+    plan.done([e], committed=False)
+check(Scoped().query(Order).filter(Order.token.like("sqlalchemy-scoped-wrote-%")).count() == 0,
+      "the removed sessions' writes were rolled back")
+Scoped.remove()
+
+# No session in the registry: staged and committed at once on the scoped_session's engine.
+e = plan.job("scoped-none")
+result = record.delay(*plan.record_args(e))
+check(not Scoped.registry.has() and isinstance(result, jobbuf.celery.StagedTask),
+      "no session: delay() stages and commits at once on the registered scoped_session's engine", repr(result))
+plan.done([e], committed=True)
 
 
 # A plain Session, bound for the block.
