@@ -22,9 +22,11 @@ extern "C" {
 #include "catalog/pg_class.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
+#include "pgstat.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -65,6 +67,10 @@ constexpr uint64 kMaxLiveBytes = 32 * 1024 * 1024;
 constexpr long kLockSpinUs = 20000;
 constexpr long kLockPollUs = 200;
 constexpr long kRetryMinMs = 100;
+// Every lock a rotation needs is taken without waiting (lock_storage_without_waiting); a wait it
+// did not foresee (a catalog row another transaction updates or locks) ends the attempt after
+// this, instead of holding producers behind the table's lock: it counts as a busy lock.
+constexpr const char* kLockTimeout = "100ms";
 constexpr long kRetryMaxMs = 2000;
 // A table with too many live rows (a backlog) is looked at again after 5 s; one below 8 MB after
 // 1 s (the live rows of a burst are delivered within moments, and counting them costs little).
@@ -81,6 +87,7 @@ struct RotatedTable {
     long lock_retry_ms;
     BlockNumber last_blocks;  // the heap's size at the last check
     uint32 held_rotations;    // rotations since the xmin horizon was last seen not held back
+    bool lock_timeout_logged;  // since the last rotation: logged once, not at every attempt
 };
 
 // The next transaction id as the worker saw it over the last 30 s or so, one sample a second:
@@ -121,11 +128,11 @@ bool horizon_held_back(Relation rel)
 bool stats_table_is_pristine(Relation rel);
 
 RotatedTable rotated_tables[] = {
-    {"jobs", kRotateAtBlocks, kRotateHeldAtBlocks, jobs_table_is_pristine, 0, kRetryMinMs, 0, 0},
+    {"jobs", kRotateAtBlocks, kRotateHeldAtBlocks, jobs_table_is_pristine, 0, kRetryMinMs, 0, 0, false},
     // The worker updates a queue's counters row in every batch (by its address, not walking its
     // versions: delivery_stats.cpp): under a held snapshot each batch leaves a version nobody
     // can remove, which readers of the table walk past. 128 pages hold about 12,000 versions.
-    {"queue_stats", 128, 128, stats_table_is_pristine, 0, kRetryMinMs, 0, 0},
+    {"queue_stats", 128, 128, stats_table_is_pristine, 0, kRetryMinMs, 0, 0, false},
 };
 
 enum class Outcome { NotDue, Rotated, LockBusy, TooLive };
@@ -224,7 +231,9 @@ void put_back(Oid relid, const LiveRows& rows)
 }
 
 // One attempt, inside the worker transaction begun by the caller. The table is looked at under
-// ACCESS SHARE, taken without waiting; TooLive and LockBusy leave the table as it was.
+// ACCESS SHARE, taken without waiting; TooLive and LockBusy leave the table as it was. Every
+// relation lock the change needs (the table, its TOAST table and that table's indexes, each
+// index of the table) is taken, without waiting, before anything changes.
 Outcome try_rotation(RotatedTable& table)
 {
     Oid schema = get_namespace_oid("jobbuf", true);
@@ -257,12 +266,16 @@ Outcome try_rotation(RotatedTable& table)
         return Outcome::TooLive;
     if (!lock_without_waiting(relid))
         return Outcome::LockBusy;
+    rel = table_open(relid, NoLock);
+    if (!lock_storage_without_waiting(rel)) {
+        table_close(rel, NoLock);
+        return Outcome::LockBusy;  // a VACUUM of the TOAST table, a REINDEX: the caller's commit releases the locks
+    }
 
     // Nobody else holds a lock on the table now: every transaction that staged, took, claimed or
     // deleted rows in it has ended, so a snapshot taken now sees each live row in its last state.
     MemoryContext rows_cxt = AllocSetContextCreate(TopTransactionContext, "jobbuf rotation", ALLOCSET_DEFAULT_SIZES);
     MemoryContext caller_cxt = MemoryContextSwitchTo(rows_cxt);
-    rel = table_open(relid, NoLock);
     bool fits = read_live_rows(rel, 2 * kMaxLiveRows, kMaxLiveBytes, true, &rows);
     MemoryContextSwitchTo(caller_cxt);
     if (!fits) {
@@ -280,6 +293,45 @@ Outcome try_rotation(RotatedTable& table)
     return Outcome::Rotated;
 }
 
+// One attempt in a transaction of its own, with lock_timeout set for that transaction only (the
+// worker's pinned 0 comes back at its end, commit or abort). An attempt that ran into the lock
+// timeout is rolled back and counts as LockBusy: logged once (LOG) until the table rotates
+// again, not at every attempt. Any other error goes to the caller (run_guarded).
+Outcome attempt_rotation(RotatedTable& table)
+{
+    MemoryContext caller_cxt = CurrentMemoryContext;
+    volatile Outcome outcome = Outcome::LockBusy;
+    PG_TRY();
+    {
+        begin_worker_transaction("jobbuf: storage rotation");
+        set_config_option("lock_timeout", kLockTimeout, PGC_SUSET, PGC_S_OVERRIDE, GUC_ACTION_LOCAL, true, ERROR,
+                          false);
+        outcome = try_rotation(table);
+        commit_worker_transaction();  // unless it rotated, nothing was written: this releases the locks
+    }
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(caller_cxt);
+        ErrorData* error = CopyErrorData();
+        if (error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE) {
+            FreeErrorData(error);
+            PG_RE_THROW();
+        }
+        FlushErrorState();
+        AbortCurrentTransaction();
+        pgstat_report_activity(STATE_IDLE, nullptr);
+        if (!table.lock_timeout_logged)
+            ereport(LOG, (errmsg("jobbuf: storage rotation of jobbuf.%s gave up waiting for a lock (%s); it tries again "
+                                 "later",
+                                 table.name, error->message)));
+        table.lock_timeout_logged = true;
+        FreeErrorData(error);
+        outcome = Outcome::LockBusy;
+    }
+    PG_END_TRY();
+    return outcome;
+}
+
 }  // namespace
 
 void rotate_storage_if_due(void)
@@ -290,9 +342,7 @@ void rotate_storage_if_due(void)
             continue;
         // An error in the attempt (caught by the caller) leaves this: tried again in 5 s.
         table.next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), kTooLiveRetryMs);
-        begin_worker_transaction("jobbuf: storage rotation");
-        Outcome outcome = try_rotation(table);
-        commit_worker_transaction();  // unless it rotated, nothing was written: this releases the locks
+        Outcome outcome = attempt_rotation(table);
         long wait_ms = kCheckEveryMs;
         switch (outcome) {
             case Outcome::LockBusy:
@@ -305,6 +355,7 @@ void rotate_storage_if_due(void)
             case Outcome::Rotated:
                 table.held_rotations++;
                 table.lock_retry_ms = kRetryMinMs;
+                table.lock_timeout_logged = false;
                 break;
             case Outcome::NotDue:
                 table.lock_retry_ms = kRetryMinMs;

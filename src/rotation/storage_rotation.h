@@ -12,7 +12,8 @@
 #include "pg_includes.h"
 
 // Rotates each of those tables that is due (see above), each in a transaction of its own. Never waits for a
-// lock: when any session holds one on jobbuf.jobs (a producer's open transaction, pg_dump's ACCESS
-// SHARE, autovacuum), it tries again later. Cheap when not due: a size check at most every
+// lock: when any session holds one on jobbuf.jobs, its TOAST table or an index of either (a
+// producer's open transaction, pg_dump's ACCESS SHARE, autovacuum, a VACUUM of the TOAST table), it
+// tries again later; a wait nothing foresaw ends at lock_timeout (100 ms) and counts the same. Cheap when not due: a size check at most every
 // 200 ms.
 void rotate_storage_if_due(void);

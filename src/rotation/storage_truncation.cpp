@@ -13,6 +13,7 @@ extern "C" {
 #include "catalog/pg_am.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
+#include "storage/lmgr.h"
 #include "storage/predicate.h"
 #include "utils/lsyscache.h"
 #include "utils/relcache.h"
@@ -20,10 +21,11 @@ extern "C" {
 
 namespace {
 
-// A B-tree whose file is its metapage alone: no entry was ever added since it was built.
+// A B-tree whose file is its metapage alone: no entry was ever added since it was built. The
+// caller holds ACCESS EXCLUSIVE on it (lock_storage_without_waiting).
 bool index_never_used(Oid index_oid)
 {
-    Relation index = index_open(index_oid, AccessExclusiveLock);
+    Relation index = index_open(index_oid, NoLock);
     bool never_used = index->rd_rel->relam == BTREE_AM_OID && RelationGetNumberOfBlocks(index) <= 1;
     index_close(index, NoLock);
     return never_used;
@@ -46,6 +48,22 @@ void rebuild_used_indexes(Relation rel, bool is_toast)
     list_free(indexes);
 }
 
+// ACCESS EXCLUSIVE on each index of rel, none waited for.
+bool lock_indexes_without_waiting(Relation rel)
+{
+    List* indexes = RelationGetIndexList(rel);
+    bool all = true;
+    ListCell* cell;
+    foreach (cell, indexes) {
+        if (!ConditionalLockRelationOid(lfirst_oid(cell), AccessExclusiveLock)) {
+            all = false;
+            break;
+        }
+    }
+    list_free(indexes);
+    return all;
+}
+
 // The record ExecuteTruncateGuts writes for logical decoding.
 void log_truncate_for_decoding(Relation rel)
 {
@@ -63,13 +81,28 @@ void log_truncate_for_decoding(Relation rel)
 
 }  // namespace
 
+bool lock_storage_without_waiting(Relation rel)
+{
+    Oid toast_oid = rel->rd_rel->reltoastrelid;
+    if (OidIsValid(toast_oid)) {
+        if (!ConditionalLockRelationOid(toast_oid, AccessExclusiveLock))
+            return false;
+        Relation toast = table_open(toast_oid, NoLock);
+        bool toast_indexes = lock_indexes_without_waiting(toast);
+        table_close(toast, NoLock);
+        if (!toast_indexes)
+            return false;
+    }
+    return lock_indexes_without_waiting(rel);
+}
+
 void truncate_storage(Relation rel, bool refills_toast)
 {
     CheckTableForSerializableConflictIn(rel);
     jobbuf_set_new_relfilenumber(rel);
     Oid toast_oid = rel->rd_rel->reltoastrelid;
     if (OidIsValid(toast_oid)) {
-        Relation toast = table_open(toast_oid, AccessExclusiveLock);
+        Relation toast = table_open(toast_oid, NoLock);  // locked by lock_storage_without_waiting
         if (refills_toast || RelationGetNumberOfBlocks(toast) > 0) {
             jobbuf_set_new_relfilenumber(toast);
             rebuild_used_indexes(toast, true);

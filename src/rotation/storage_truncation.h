@@ -12,8 +12,15 @@ extern "C" {
 #include "utils/rel.h"
 }
 
-// Empties rel, a plain table on which the caller holds ACCESS EXCLUSIVE, inside the caller's
-// transaction: the table gets a new file, as do its TOAST table and each index, except a TOAST
+// Takes ACCESS EXCLUSIVE on rel's TOAST table, that table's indexes and each index of rel, each
+// with ConditionalLockRelationOid: never joins a lock queue while the caller holds rel's own
+// ACCESS EXCLUSIVE (waiting for a VACUUM of the TOAST table would stall every producer behind
+// rel's lock). False when one of them is not free: the caller then gives up before changing
+// anything, and the end of its transaction releases those taken.
+bool lock_storage_without_waiting(Relation rel);
+
+// Empties rel, a plain table on which the caller holds ACCESS EXCLUSIVE, as on everything
+// lock_storage_without_waiting locks, inside the caller's transaction: the table gets a new file, as do its TOAST table and each index, except a TOAST
 // table that has never stored anything and a B-tree index that has never had an entry (its file
 // is its metapage alone: it names no row of the old file). refills_toast: a row the caller puts
 // back is long enough for the TOAST table (TOAST_TUPLE_THRESHOLD), which then gets a new file
