@@ -1,5 +1,5 @@
 // Postgres regime: the few server calls whose shape differs between the PostgreSQL majors jobbuf
-// builds against (15, 17, 18; 19 as a preview), each behind one named helper, so that no logic
+// builds against (15, 17, 18, 19), each behind one named helper, so that no logic
 // file carries a version test. Include it after pg_includes.h. What changed, and in which major:
 //  * 16: pg_database_ownercheck() and pg_extension_ownercheck() became object_ownercheck();
 //  * 16: a range table entry's permissions moved to RTEPermissionInfo: ExecCheckRTPerms() became
@@ -16,7 +16,8 @@
 //        of changingPart after; a setting's type-specific fields became a union inside
 //        config_generic (before, each type's struct began with a config_generic), and
 //        config_enum_lookup_by_value() takes the config_generic; postgres.h no longer includes
-//        varatt.h (16 split it out of postgres.h).
+//        varatt.h (16 split it out of postgres.h); a signal handler (SIGNAL_ARGS) also gets the
+//        signal's pg_signal_info.
 #pragma once
 
 extern "C" {
@@ -244,3 +245,10 @@ static inline void jobbuf_reindex_index(Oid index, char persistence)
     reindex_index(index, true, persistence, &params);
 #endif
 }
+
+// A signal handler's arguments (SIGNAL_ARGS) passed on to another handler, such as die().
+#if PG_VERSION_NUM >= 190000
+#define JOBBUF_SIGNAL_ARGS_PASSED postgres_signal_arg, pg_siginfo
+#else
+#define JOBBUF_SIGNAL_ARGS_PASSED postgres_signal_arg
+#endif

@@ -1,5 +1,6 @@
 // Postgres regime: a drain worker's or the probe's start in its slot (see drain_slot.h).
 #include "pg_includes.h"
+#include "pg_compat.h"
 
 #include "config/shared_state.h"
 #include "launcher/database_settings.h"
@@ -23,7 +24,7 @@ volatile sig_atomic_t sigterm_received = false;
 void terminate_requested(SIGNAL_ARGS)
 {
     sigterm_received = true;
-    die(postgres_signal_arg);
+    die(JOBBUF_SIGNAL_ARGS_PASSED);
 }
 
 // At proc_exit (on_shmem_exit): a process that SIGTERM asked to leave says so, unless it noted
