@@ -16,9 +16,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # On 17, 18 and 19: every suite that touches the server's C API (the direct insert, the worker, the
-# launcher, the GUC walk, the catalog, updates from 1.0 and 1.1, the installation identity and
-# the storage rotation), and each framework's consumer against the root's own Sidekiq, ActiveJob
-# and Celery (plain Sidekiq::Job made transactional too).
+# launcher, the GUC walk and the settings' hooks, the catalog, updates from 1.0, 1.1 and 1.2, the
+# installation identity and the storage rotation with its locks), and each framework's consumer
+# against the root's own Sidekiq, ActiveJob and Celery (plain Sidekiq::Job made transactional too).
 PG_SUITES=(
   regress pgtap isolation upgrade
   test/e2e/commit_rollback.sh test/e2e/plain_insert.sh test/e2e/take_paths.sh
@@ -32,6 +32,7 @@ PG_SUITES=(
   test/faults/hostile_roles.sh test/faults/hostile_lifecycle.sh test/faults/kill_one_worker.sh
   test/faults/standby_promotion.sh
   test/e2e/copies.sh test/e2e/held_snapshot.sh test/faults/live_clone.sh test/faults/refused_settings.sh
+  test/e2e/rotation_locks.sh test/e2e/redis_password_masked.sh
   test/e2e/clients_sidekiq.sh
   test/e2e/failing_queue.sh test/e2e/drain_slots.sh test/e2e/census_steps.sh
 )
