@@ -101,7 +101,7 @@ run_part() {
   bash scripts/root.sh copy "$name"
   rc=0
   bash scripts/root.sh run "$name" \
-    "export PATH=/usr/lib/postgresql/$major/bin:\$PATH JB_REDIS=$(bash scripts/root.sh redis "$name") JOBBUF_ROOT=/build/jobbuf
+    "export PATH=/usr/lib/postgresql/$major/bin:\$PATH JB_REDIS=$(bash scripts/root.sh redis "$name") JOBBUF_ROOT=/build/jobbuf STRESS=${STRESS:-}
      cd /build/jobbuf && bash test/run.sh $*" || rc=$?
   echo "##### part $part took $((SECONDS - started)) s ($([ $rc -eq 0 ] && echo passed || echo FAILED))"
   return $rc

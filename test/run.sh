@@ -3,6 +3,7 @@
 # with no argument (every suite) and then test/platforms.sh (the other majors and servers).
 #   test/run.sh [unit|regress|pgtap|isolation|upgrade|e2e|faults|test/<dir>/<script>.sh]...
 # JB_REDIS=valkey runs the Redis-facing tests against Valkey (test/harness/redis_flavor.sh).
+# STRESS=1 (make test STRESS=1) runs the suites beside a CPU and I/O load (test/harness/stress.sh).
 # Each suite that needs servers starts its own private Postgres cluster and redis-server on free
 # loopback ports and stops them, whatever the outcome.
 set -euo pipefail
@@ -30,6 +31,10 @@ run_regress() {
   ( source test/harness/servers.sh
     jb_start_redis
     jb_start_postgres "jobbuf.database = '*'"
+    # staging.sql reads jobbuf_worker_status(), whose rows are the running drain workers: the one
+    # of jobbuf_test runs before the suites start, however slowly the launcher starts it.
+    jb_wait_until '[ "$(jb_sql "SELECT running FROM jobbuf_worker_status()" 2>/dev/null)" = t ]' 60 ||
+      { echo "the drain worker of $JB_DB did not start"; exit 1; }
     local tests
     tests=$(make -s -f Makefile print-regress 2>/dev/null)
     "$(dirname "$(pg_config --pgxs)")/../test/regress/pg_regress" \
@@ -85,6 +90,15 @@ run_script() {
 
 echo "=== $(pg_config --version), $(redis-server --version | cut -d' ' -f1-3)"
 build_and_install
+# The load runs from here to the end, whatever the end is (it also stops by itself once this
+# shell is gone, even after a SIGKILL).
+if [ "${STRESS:-0}" = 1 ]; then
+  bash test/harness/stress.sh $$ &
+  stress_pid=$!
+  trap 'kill "$stress_pid" 2>/dev/null; wait "$stress_pid" 2>/dev/null' EXIT
+  trap 'exit 130' INT TERM
+  echo "=== STRESS=1: $(nproc) busy loops and a 64 MB fsync writer run beside the suites (test/harness/stress.sh)"
+fi
 status=0
 for s in "${suites[@]}"; do
   echo "=== suite: $s"

@@ -53,13 +53,12 @@ jb_sql "SELECT jobbuf_fail('$backoff_group', 'try again')" >/dev/null
 kept_rows_sql="SELECT string_agg(row_to_json(j)::text, ' ' ORDER BY id) FROM jobbuf.jobs j"
 
 # A streaming standby, made before any rotation: it replays each one from the WAL.
-REPLICA=$JB_RUN/replica REPLICA_PORT=$(jb_free_port)
+REPLICA=$JB_RUN/replica
 replica_sql() { psql -X -qtAX -v ON_ERROR_STOP=1 -h "$JB_RUN" -p "$REPLICA_PORT" -U postgres -d "$JB_DB" -c "$1"; }
 trap 'jb_as_postgres "$JB_PGBIN/pg_ctl" -D "$REPLICA" -m immediate stop >/dev/null 2>&1; e2e_cleanup' EXIT
 jb_as_postgres "$JB_PGBIN/pg_basebackup" -h 127.0.0.1 -p "$JB_PGPORT" -U postgres -D "$REPLICA" -R -X stream -c fast \
   >"$JB_RUN/basebackup.log" 2>&1 || { cat "$JB_RUN/basebackup.log" >&2; fail "pg_basebackup -R"; }
-echo "port = $REPLICA_PORT" >>"$REPLICA/postgresql.conf"
-jb_as_postgres "$JB_PGBIN/pg_ctl" -D "$REPLICA" -l "$JB_RUN/replica.log" -w -t 60 start >/dev/null || fail "the standby starts"
+jb_on_free_port REPLICA_PORT jb_pg_start "$REPLICA" "$JB_RUN/replica.log" || fail "the standby starts"
 expect_eq "a streaming standby follows" "$(replica_sql "SELECT pg_is_in_recovery()")" t
 kept_before=$(jb_sql "$kept_rows_sql")
 kept_ids=$(jb_sql "SELECT string_agg(id::text, ',') FROM jobbuf.jobs")

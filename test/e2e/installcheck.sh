@@ -39,12 +39,13 @@ for setting in "jobbuf.database = '*'" "jobbuf.database = 'myapp'"; do
   out=$(cd "$ROOT" && make -s installcheck 2>&1)
   status=$?
   check "make installcheck passes ($setting)" [ "$status" = 0 ]
-  [ "$status" = 0 ] || { sed 's/^/    /' <<<"$out" | tail -n 20; cat "$ROOT/regression.diffs" 2>/dev/null | head -40; }
+  # pg_regress writes where the Makefile's REGRESS_OPTS say (--outputdir=test/regress).
+  [ "$status" = 0 ] || { sed 's/^/    /' <<<"$out" | tail -n 20; head -n 80 "$ROOT/test/regress/regression.diffs" 2>/dev/null; }
   expect_eq "no regression database is left" \
     "$(jb_psql_db postgres -qtAX -c "SELECT count(*) FROM pg_database WHERE datname = 'contrib_regression'")" 0
   expect_eq "Redis holds the keys it held before, nothing more" "$(jb_redis KEYS '*' | sort | tr '\n' ' ')" "$keys_before"
   stage_and_expect_delivery "after make installcheck"
-  rm -rf "$ROOT/results" "$ROOT/regression.diffs" "$ROOT/regression.out"
+  rm -rf "$ROOT/test/regress/results" "$ROOT/test/regress/regression.diffs" "$ROOT/test/regress/regression.out"
   jb_stop_all
   unset JB_RUN JB_PGDATA JB_REDIS_PID
 done

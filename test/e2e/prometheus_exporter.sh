@@ -37,12 +37,21 @@ wait_census || fail "no census after the deliveries"   # what publishes the minu
 # The exporter, on a free port, one DSN per database, as docs/operations.md runs it: only jobbuf's
 # queries (the server-wide ones would be collected once per DSN of the same server, which 0.11
 # refuses with HTTP 500).
-EXPORTER_PORT=$(jb_free_port)
-DATA_SOURCE_NAME="postgresql://scraper@127.0.0.1:$JB_PGPORT/$JB_DB?sslmode=disable,postgresql://scraper@127.0.0.1:$JB_PGPORT/other?sslmode=disable" \
-  prometheus-postgres-exporter --web.listen-address="127.0.0.1:$EXPORTER_PORT" \
-  --disable-default-metrics --disable-settings-metrics --no-collector.database --no-collector.bgwriter \
-  --extend.query-path="$ROOT/contrib/prometheus/queries.yaml" >"$JB_RUN/exporter.log" 2>&1 &
-E2E_EXTRA_PIDS+=($!)
+exporter_on() {  # PORT: returns once this exporter listens there
+  local pid from
+  from=$(jb_log_size "$JB_RUN/exporter.log")
+  DATA_SOURCE_NAME="postgresql://scraper@127.0.0.1:$JB_PGPORT/$JB_DB?sslmode=disable,postgresql://scraper@127.0.0.1:$JB_PGPORT/other?sslmode=disable" \
+    prometheus-postgres-exporter --web.listen-address="127.0.0.1:$1" \
+    --disable-default-metrics --disable-settings-metrics --no-collector.database --no-collector.bgwriter \
+    --extend.query-path="$ROOT/contrib/prometheus/queries.yaml" >>"$JB_RUN/exporter.log" 2>&1 &
+  pid=$!
+  E2E_EXTRA_PIDS+=("$pid")
+  jb_wait_until "jb_listening $pid $1 || ! kill -0 $pid 2>/dev/null" 15
+  jb_listening "$pid" "$1" && return 0
+  jb_port_taken "$JB_RUN/exporter.log" "$from" && return "$JB_PORT_TAKEN"
+  return 1
+}
+jb_on_free_port EXPORTER_PORT exporter_on || { fail "the exporter did not start"; cat "$JB_RUN/exporter.log"; e2e_done; }
 scrape() { curl -fsS "http://127.0.0.1:$EXPORTER_PORT/metrics" >"$JB_RUN/metrics.txt" 2>/dev/null; }
 # metric NAME DATNAME [QUEUE]: the value of that series in the last scrape ("" when absent).
 metric() {

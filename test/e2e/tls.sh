@@ -19,16 +19,23 @@ PASSWORD=TlsS3cretPw
 printf '%s\n' "$PASSWORD" >"$JB_RUN/redis.pass"
 chmod 644 "$JB_RUN/redis.pass"
 
-TLS_PORT=$(jb_free_port)
 TLS_SOCK=$JB_RUN/tls-redis.sock
 mkdir -p "$JB_RUN/tls-redis"
-redis-server --port 0 --tls-port "$TLS_PORT" --bind "127.0.0.1 127.0.0.2" --unixsocket "$TLS_SOCK" \
-  --tls-cert-file "$CERTS/server.crt" --tls-key-file "$CERTS/server.key" --tls-ca-cert-file "$CERTS/ca.crt" \
-  --tls-auth-clients no --requirepass "$PASSWORD" --dir "$JB_RUN/tls-redis" --save '' --appendonly no \
-  --logfile "$JB_RUN/tls-redis/redis.log" &
-E2E_EXTRA_PIDS+=($!)
 tls_redis() { redis-cli --no-auth-warning -a "$PASSWORD" -s "$TLS_SOCK" "$@"; }
-jb_wait_until 'tls_redis ping >/dev/null 2>&1' 10 || { echo "the TLS redis-server did not start" >&2; exit 1; }
+# tls_redis_on PORT: the TLS redis-server. It answering on its own unix socket means it bound every
+# listener, its TLS port too (Redis exits when one cannot be bound).
+tls_redis_on() {
+  local from
+  from=$(jb_log_size "$JB_RUN/tls-redis/redis.log")
+  redis-server --port 0 --tls-port "$1" --bind "127.0.0.1 127.0.0.2" --unixsocket "$TLS_SOCK" \
+    --tls-cert-file "$CERTS/server.crt" --tls-key-file "$CERTS/server.key" --tls-ca-cert-file "$CERTS/ca.crt" \
+    --tls-auth-clients no --requirepass "$PASSWORD" --dir "$JB_RUN/tls-redis" --save '' --appendonly no \
+    --logfile "$JB_RUN/tls-redis/redis.log" &
+  E2E_EXTRA_PIDS+=($!)
+  jb_redis_started $! "$JB_RUN/tls-redis/redis.log" "$from" --no-auth-warning -a "$PASSWORD" -s "$TLS_SOCK"
+}
+trap e2e_cleanup EXIT   # stops it too
+jb_on_free_port TLS_PORT tls_redis_on || { echo "the TLS redis-server did not start" >&2; exit 1; }
 
 e2e_start "jobbuf.redis_url = 'rediss://localhost:$TLS_PORT/0'
 jobbuf.redis_password_file = '$JB_RUN/redis.pass'

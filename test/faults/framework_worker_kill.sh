@@ -39,6 +39,10 @@ bash "$ROOT/test/consumers/install.sh" >/dev/null || exit 1
 # paused writes below hold its batch, not a lease refresh (see kill_drain_worker_in_batch).
 faults_start "" "jobbuf.redis_timeout = '30s'"
 on_exit jb_stop_celery
+# The worker refreshes the lease only in rounds that have a queue to deliver (not paused, target
+# not none): this empty one, never paused, keeps it refreshing while the framework's queue is
+# paused to stage its jobs.
+jb_sql "SELECT jobbuf_create_queue('lease_keeper', 'list')" >/dev/null
 URL=redis://127.0.0.1:$JB_REDIS_PORT/0
 
 lines_in() { cat "$@" 2>/dev/null | wc -l; }
@@ -71,20 +75,39 @@ stage() {
   expect_eq "$1: $N jobs staged" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = '$1'")" "$N"
 }
 
+# wait_lease_refreshed KEY: waits until the drain worker refreshes its lease KEY, seen as its PTTL
+# going up (it only goes down otherwise). At most until the lease expires: a worker that has not
+# refreshed it by then never does.
+wait_lease_refreshed() {
+  local last now
+  last=$(jb_redis PTTL "$1")
+  while [ "$last" -gt 0 ] 2>/dev/null; do
+    sleep 0.05
+    now=$(jb_redis PTTL "$1")
+    [ "$now" -gt "$last" ] 2>/dev/null && return 0
+    last=$now
+  done
+  echo "  the lease $1 expired (PTTL $last) without a refresh" >&2
+  return 1
+}
+
 # kill_drain_worker_in_batch QUEUE: resumes QUEUE while Redis holds every write (CLIENT PAUSE
 # WRITE: reads such as the worker's health checks still pass, its first unit's EXEC waits), kills
 # the drain worker once it waits inside that batch, and waits for the restarted worker. (The unit
 # applied after a kill, its reply lost, is delivery_faults.sh's worker-kill9 case.)
 kill_drain_worker_in_batch() {
   wait_redis_connected || fail "$1: the drain worker is not connected to Redis"
-  # The lease was refreshed within the last 5 s (more than 55 s of its 60 left): its next refresh
-  # is at least 10 s away, after this batch.
+  # Right after a refresh of the lease, the next is 15 s away (a quarter of its 60 s), after this
+  # batch: the paused writes hold the batch's unit, not a refresh.
   local lease
   lease=$(jb_redis --scan --pattern 'jobbuf:lease:*' | head -n 1)
-  jb_wait_until "[ \"\$(jb_redis PTTL '$lease')\" -gt 55000 ]" 30 || fail "$1: the delivery lease was not refreshed"
-  jb_redis CLIENT PAUSE 5000 WRITE >/dev/null
+  wait_lease_refreshed "$lease" || fail "$1: the delivery lease was not refreshed"
+  # Writes stay paused until the kill below has happened (CLIENT UNPAUSE), at most 25 s: within
+  # jobbuf.redis_timeout, so that the worker never gives up on the held unit first.
+  jb_redis CLIENT PAUSE 25000 WRITE >/dev/null
   jb_sql "SELECT jobbuf_resume('$1')" >/dev/null
-  if in_batch; then
+  # Waiting on Redis inside a batch: an empty batch of lease_keeper never waits on Redis.
+  if jb_wait_until '[ "$(worker_activity)" = "active|jobbuf: delivering a batch|Extension" ]' 20; then
     local pid
     pid=$(worker_pid)
     kill -9 "$pid"

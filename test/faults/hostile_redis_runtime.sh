@@ -22,16 +22,23 @@ say "drain worker pid $pid"
 # A second redis-server that wants a password.
 GOOD_PW="Pw-$(date +%s%N | sha256sum | cut -c1-20)"
 BAD_PW="Wrong-$(date +%s%N | sha256sum | cut -c1-20)"
-AUTH_PORT=$(jb_free_port)
-mkdir -p "$JB_RUN/redis-auth"
-redis-server --port "$AUTH_PORT" --bind 127.0.0.1 --dir "$JB_RUN/redis-auth" --save '' --appendonly no \
-  --requirepass "$GOOD_PW" --logfile "$JB_RUN/redis-auth/redis.log" &
-track_pid $!
-jb_wait_until "redis-cli -p $AUTH_PORT ping 2>/dev/null | grep -q NOAUTH" 5 || say "(the password-protected redis did not answer)"
+auth_redis_on() {  # PORT
+  local from
+  mkdir -p "$JB_RUN/redis-auth"
+  from=$(jb_log_size "$JB_RUN/redis-auth/redis.log")
+  redis-server --port "$1" --bind 127.0.0.1 --dir "$JB_RUN/redis-auth" --save '' --appendonly no \
+    --requirepass "$GOOD_PW" --logfile "$JB_RUN/redis-auth/redis.log" &
+  track_pid $!
+  jb_redis_started $! "$JB_RUN/redis-auth/redis.log" "$from" --no-auth-warning -a "$GOOD_PW" -p "$1"
+}
+jb_on_free_port AUTH_PORT auth_redis_on || say "(the password-protected redis did not answer)"
 auth_redis() { REDISCLI_AUTH=$GOOD_PW redis-cli -p "$AUTH_PORT" "$@" 2>/dev/null; }
 
+# SHOW masks a password in the URL (the worker connects with the URL as written).
 set_url() {
-  set_and_reload jobbuf.redis_url "$1" || fail "jobbuf.redis_url = '$1' was not reloaded"
+  local shown
+  shown=$(sed -E 's#^([a-z+]+://[^:@/]*:).*@#\1********@#' <<<"$1")
+  set_and_reload jobbuf.redis_url "$1" "$shown" || fail "jobbuf.redis_url = '$1' was not reloaded"
 }
 
 # The password lives in jobbuf.redis_password_file, never in the URL: PostgreSQL itself logs
@@ -80,11 +87,20 @@ scenario() {
   expect_match "$what: one LOG line when it ends" "$(log_since "$mark" | grep -E 'LOG: +jobbuf:' || true)" "accepts jobs again"
 }
 
-# A listener that never accepts: the kernel completes the connections, nobody ever answers.
-SILENT_PORT=$(jb_free_port)
-ruby -rsocket -e 'server = TCPServer.new("127.0.0.1", Integer(ARGV[0])); sleep' "$SILENT_PORT" &
-track_pid $!
-REFUSED_PORT=$(jb_free_port)
+# A listener that never accepts (the kernel completes the connections, nobody ever answers), and a
+# port bound without listening (connections are refused). Each process binds port 0 and prints
+# the port the kernel gave it: nobody else can take either port meanwhile.
+# held_port VAR "RUBY SOCKET EXPRESSION": VAR = the port of that socket, held by a process stopped on exit.
+held_port() {
+  local file
+  file=$(mktemp "$JB_RUN/port.XXXXXX")
+  ruby -rsocket -e "s = $2; puts s.local_address.ip_port; STDOUT.flush; sleep" >"$file" &
+  track_pid $!
+  jb_wait_until "[ -s '$file' ]" 10 || fail "no port for $1"
+  printf -v "$1" %s "$(cat "$file")"
+}
+held_port SILENT_PORT 'TCPServer.new("127.0.0.1", 0)'
+held_port REFUSED_PORT 'Socket.new(:INET, :STREAM).tap { |b| b.bind(Addrinfo.tcp("127.0.0.1", 0)) }'
 
 GOOD_MAIN="redis://127.0.0.1:$JB_REDIS_PORT/0"
 scenario "unroutable address" "redis://10.255.255.1:6379" "$GOOD_MAIN" "jobbuf: ." jb_redis

@@ -23,13 +23,16 @@ BACKLOG=${JB_FAULTS_SENTINEL_BACKLOG:-20000}
 MASTER_NAME=jobbufmaster
 
 jb_init_run_dir
-# start_redis_node PORT [args...]: a redis-server (or sentinel, with --sentinel) in its own directory.
+# start_redis_node PORT [args...]: a redis-server (or sentinel, with --sentinel) in its own directory;
+# returns once it answers (JB_PORT_TAKEN when PORT was taken: jb_on_free_port starts it elsewhere).
 start_redis_node() {
-  local port=$1; shift
+  local port=$1 from; shift
   mkdir -p "$JB_RUN/node-$port"
+  from=$(jb_log_size "$JB_RUN/node-$port/redis.log")
   redis-server "$@" --port "$port" --bind 127.0.0.1 --dir "$JB_RUN/node-$port" \
     --logfile "$JB_RUN/node-$port/redis.log" --daemonize no &
   track_pid $!
+  jb_redis_started $! "$JB_RUN/node-$port/redis.log" "$from" -p "$port"
 }
 sentinel_conf() {  # sentinel_conf PORT MASTER_PORT: a writable config file (Sentinel rewrites it)
   mkdir -p "$JB_RUN/node-$1"
@@ -43,23 +46,24 @@ CONF
 }
 node_info() { redis-cli -p "$1" INFO replication 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"; }
 
-S1=$(jb_free_port); S2=$(jb_free_port); S3=$(jb_free_port)
-faults_start "--repl-diskless-sync yes --repl-diskless-sync-delay 0" \
-  "jobbuf.redis_url = 'redis+sentinel://127.0.0.1:$S1,127.0.0.1:$S2,127.0.0.1:$S3/$MASTER_NAME/0'
+# The master (the harness's redis-server), its replica and the sentinels first: the sentinels'
+# ports, each taken when it starts, go into the Postgres configuration.
+faults_start_redis "--repl-diskless-sync yes --repl-diskless-sync-delay 0"
+MASTER=$JB_REDIS_PORT
+start_replica() {  # PORT
+  start_redis_node "$1" --save "" --appendonly no --repl-diskless-sync yes --repl-diskless-sync-delay 0 \
+    --replicaof 127.0.0.1 "$MASTER"
+}
+start_sentinel() { start_redis_node "$1" "$(sentinel_conf "$1" "$MASTER")" --sentinel; }  # PORT
+jb_on_free_port REPLICA start_replica || { fail "the replica did not start"; faults_done; }
+for s in S1 S2 S3; do
+  jb_on_free_port "$s" start_sentinel || { fail "sentinel $s did not start"; faults_done; }
+done
+faults_start_postgres "jobbuf.redis_url = 'redis+sentinel://127.0.0.1:$S1,127.0.0.1:$S2,127.0.0.1:$S3/$MASTER_NAME/0'
 jobbuf.redis_min_replicas = $SENTINEL_MIN_REPLICAS
 jobbuf.redis_timeout = '1s'
 jobbuf.poll_interval = '200ms'
 jobbuf.batch_size = 50"
-MASTER=$JB_REDIS_PORT
-REPLICA=$(jb_free_port)
-start_redis_node "$REPLICA" --save "" --appendonly no --repl-diskless-sync yes --repl-diskless-sync-delay 0 \
-  --replicaof 127.0.0.1 "$MASTER"
-for s in $S1 $S2 $S3; do
-  conf=$(sentinel_conf "$s" "$MASTER")
-  redis-server "$conf" --sentinel --port "$s" --bind 127.0.0.1 --dir "$JB_RUN/node-$s" \
-    --logfile "$JB_RUN/node-$s/sentinel.log" --daemonize no &
-  track_pid $!
-done
 jb_wait_until "[ \"\$(node_info $REPLICA master_link_status)\" = up ]" 15 || fail "the replica did not sync"
 sentinels_ready() {
   local s

@@ -23,7 +23,6 @@ check "pg_hba.conf allows replication from 127.0.0.1" grep -qE '^host +replicati
 
 # --- the replica
 REPLICA=$JB_RUN/replica
-REPLICA_PORT=$(jb_free_port)
 replica_ctl() {
   jb_as_postgres "$JB_PGBIN/pg_ctl" -D "$REPLICA" -l "$JB_RUN/replica.log" -w -t 60 "$@" >/dev/null
 }
@@ -43,8 +42,7 @@ if ! jb_as_postgres "$JB_PGBIN/pg_basebackup" -h 127.0.0.1 -p "$JB_PGPORT" -U po
     >"$JB_RUN/basebackup.log" 2>&1; then
   fail "pg_basebackup -R from the primary"; cat "$JB_RUN/basebackup.log"; faults_done
 fi
-echo "port = $REPLICA_PORT" >>"$REPLICA/postgresql.conf"
-if ! replica_ctl start; then
+if ! jb_on_free_port REPLICA_PORT jb_pg_start "$REPLICA" "$JB_RUN/replica.log"; then
   fail "the replica starts"; tail -n 20 "$JB_RUN/replica.log"; faults_done
 fi
 expect_eq "the replica is in recovery" "$(replica_sql "SELECT pg_is_in_recovery()")" t

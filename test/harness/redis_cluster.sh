@@ -28,8 +28,9 @@ jb_cluster_cli() {
 }
 
 jb_cluster_start_node() {
-  local port=$1 dir=$JB_RUN/cluster-$1
+  local port=$1 dir=$JB_RUN/cluster-$1 from
   mkdir -p "$dir"
+  from=$(jb_log_size "$dir/redis.log")
   [ -n "${JB_CLUSTER_BUS[$port]:-}" ] || JB_CLUSTER_BUS[$port]=$(jb_free_port)
   local listen=(--port "$port")
   if [ -n "${JB_CLUSTER_TLS_DIR:-}" ]; then
@@ -42,14 +43,16 @@ jb_cluster_start_node() {
     --appendonly yes --appendfsync always --save '' --repl-diskless-sync yes --repl-diskless-sync-delay 0 \
     --cluster-replica-validity-factor 0 "${JB_CLUSTER_ARGS[@]}" &
   JB_CLUSTER_PIDS[$port]=$!
-  local _
-  for _ in $(seq 1 200); do
-    [ "$(jb_cluster_cli -p "$port" INFO server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p')" = "${JB_CLUSTER_PIDS[$port]}" ] && return 0
-    kill -0 "${JB_CLUSTER_PIDS[$port]}" 2>/dev/null || break
-    sleep 0.05
-  done
-  echo "cluster node on port $port did not start" >&2
-  return 1
+  local cli=(-p "$port")
+  [ -z "${JB_CLUSTER_TLS_DIR:-}" ] || cli+=(--tls --cacert "$JB_CLUSTER_TLS_DIR/ca.crt")
+  jb_redis_started "${JB_CLUSTER_PIDS[$port]}" "$dir/redis.log" "$from" "${cli[@]}"
+}
+
+# jb_cluster_new_node PORT: a new node on PORT and a new bus port (jb_on_free_port's START: when
+# either port was taken, both are chosen again).
+jb_cluster_new_node() {
+  unset "JB_CLUSTER_BUS[$1]"
+  jb_cluster_start_node "$1"
 }
 
 jb_cluster_node_pid() { echo "${JB_CLUSTER_PIDS[$1]}"; }
@@ -81,8 +84,7 @@ jb_start_redis_cluster() {
   JB_CLUSTER_PORTS=()
   local i port addrs=()
   for i in 1 2 3 4 5 6; do
-    port=$(jb_free_port)
-    jb_cluster_start_node "$port" || return 1
+    jb_on_free_port port jb_cluster_new_node || return 1
     JB_CLUSTER_PORTS+=("$port")
     addrs+=("127.0.0.1:$port")
   done

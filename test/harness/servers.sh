@@ -7,6 +7,8 @@
 #   jb_stop_all               # also run automatically on EXIT
 #   jb_start_servers CLEANUP [redis options]  # both, with CLEANUP trapped on EXIT
 #   jb_stop_pids PID...       # stops background processes a script started (consumers, workers)
+#   jb_on_free_port VAR START [ARGS...]  # any other server on a free port: START ARGS... PORT, again on
+#                                        # another port when that one was taken (jb_port_taken)
 # JB_REDIS=valkey runs Valkey instead of Redis (redis_flavor.sh).
 #
 # initdb refuses to run as root, so the cluster runs as the postgres user (CI runs as root).
@@ -18,9 +20,66 @@ JB_PGBIN=${JB_PGBIN:-$(pg_config --bindir)}
 JB_DB=${JB_DB:-jobbuf_test}
 
 # jb_free_port: a port nobody listens on now. Another process may take it before the caller binds
-# it: jb_start_redis and jb_start_postgres then start again on another port.
+# it: start servers through jb_on_free_port, which starts again on another port then.
 jb_free_port() {
   ruby -rsocket -e 's = TCPServer.new("127.0.0.1", 0); puts s.addr[1]; s.close'
+}
+
+# What a START of jb_on_free_port returns when its server could not bind the port (EADDRINUSE).
+JB_PORT_TAKEN=98
+
+# jb_on_free_port VAR START [ARGS...]: sets VAR to a free loopback port and runs START ARGS... PORT,
+# which starts a server on PORT and returns 0 once that server (not another) answers there,
+# JB_PORT_TAKEN when the server could not bind PORT (jb_port_taken), anything else on another
+# failure. Between jb_free_port and the server's bind, the port can be taken (another test's
+# server, a connection's local port: the kernel hands out the same range), more likely on a busy
+# machine: START then runs again on a new port, up to 5 times. Every test starts its servers so.
+jb_on_free_port() {
+  local _jb_var=$1 _jb_try _jb_rc
+  shift
+  for _jb_try in 1 2 3 4 5; do
+    printf -v "$_jb_var" %s "$(jb_free_port)"
+    _jb_rc=0
+    "$@" "${!_jb_var}" || _jb_rc=$?
+    [ "$_jb_rc" = "$JB_PORT_TAKEN" ] || return "$_jb_rc"
+    echo "port ${!_jb_var} was taken before the server bound it: starting again on another port" >&2
+  done
+  return 1
+}
+
+# jb_log_size LOG: its size in bytes (0 when absent), to pass to jb_port_taken as FROM.
+jb_log_size() {
+  stat -c %s "$1" 2>/dev/null || echo 0
+}
+
+# jb_port_taken LOG [FROM]: the server logging to LOG said, after byte FROM, that its address was in
+# use (strerror(EADDRINUSE): Redis's bind, PostgreSQL's bind or listen, Ruby, and Go in lower case).
+jb_port_taken() {
+  tail -c +"$(( ${2:-0} + 1 ))" "$1" 2>/dev/null | grep -qi 'address already in use'
+}
+
+# jb_redis_started PID LOG FROM [redis-cli options...]: waits (10 s) until the redis-server started
+# as PID answers redis-cli OPTIONS as that process (not another that took its port first, which
+# may never answer: each try has a timeout); JB_PORT_TAKEN when it exited because its port was
+# taken (LOG after byte FROM says so), 1 otherwise.
+jb_redis_started() {
+  local pid=$1 log=$2 from=$3 _
+  shift 3
+  for _ in $(seq 1 200); do
+    kill -0 "$pid" 2>/dev/null || break
+    [ "$(timeout 5 redis-cli "$@" INFO server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p')" = "$pid" ] && return 0
+    sleep 0.05
+  done
+  if ! kill -0 "$pid" 2>/dev/null && jb_port_taken "$log" "$from"; then
+    return "$JB_PORT_TAKEN"
+  fi
+  echo "redis-server (pid $pid) did not start: $(tail -n 3 "$log" 2>/dev/null)" >&2
+  return 1
+}
+
+# jb_listening PID PORT: PID listens on 127.0.0.1:PORT (for a server that is not Redis).
+jb_listening() {
+  ss -Htlnp "sport = :$2" 2>/dev/null | grep -q "pid=$1,"
 }
 
 jb_init_run_dir() {
@@ -44,37 +103,22 @@ jb_start_redis() {
   jb_init_run_dir
   mkdir -p "$JB_RUN/redis"
   JB_REDIS_ARGS=("$@")
-  local try
-  for try in 1 2 3 4 5; do
-    JB_REDIS_PORT=$(jb_free_port)
-    redis-server --port "$JB_REDIS_PORT" --bind 127.0.0.1 --dir "$JB_RUN/redis" \
-      --save '' --appendonly no --daemonize no --logfile "$JB_RUN/redis/redis.log" "$@" &
-    JB_REDIS_PID=$!
-    jb_wait_redis && return 0
-    kill "$JB_REDIS_PID" 2>/dev/null; wait "$JB_REDIS_PID" 2>/dev/null
-  done
-  return 1
+  jb_on_free_port JB_REDIS_PORT jb_run_redis
 }
 
-# jb_wait_redis: the redis-server started as JB_REDIS_PID answers on JB_REDIS_PORT (not another
-# process that took the port first).
-jb_wait_redis() {
-  for _ in $(seq 1 200); do
-    kill -0 "$JB_REDIS_PID" 2>/dev/null || break
-    [ "$(redis-cli -p "$JB_REDIS_PORT" INFO server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p')" = "$JB_REDIS_PID" ] \
-      && return 0
-    sleep 0.05
-  done
-  echo "redis-server did not start on port $JB_REDIS_PORT" >&2
-  return 1
+# jb_run_redis: redis-server on JB_REDIS_PORT with JB_REDIS_ARGS, its files in $JB_RUN/redis.
+jb_run_redis() {
+  local from
+  from=$(jb_log_size "$JB_RUN/redis/redis.log")
+  redis-server --port "$JB_REDIS_PORT" --bind 127.0.0.1 --dir "$JB_RUN/redis" \
+    --save '' --appendonly no --daemonize no --logfile "$JB_RUN/redis/redis.log" "${JB_REDIS_ARGS[@]}" &
+  JB_REDIS_PID=$!
+  jb_redis_started "$JB_REDIS_PID" "$JB_RUN/redis/redis.log" "$from" -p "$JB_REDIS_PORT"
 }
 
 # Restarts redis on the same port (same data directory, so an append-only file is replayed).
 jb_restart_redis() {
-  redis-server --port "$JB_REDIS_PORT" --bind 127.0.0.1 --dir "$JB_RUN/redis" \
-    --save '' --appendonly no --daemonize no --logfile "$JB_RUN/redis/redis.log" "${JB_REDIS_ARGS[@]}" &
-  JB_REDIS_PID=$!
-  jb_wait_redis
+  jb_run_redis
 }
 
 jb_redis() {
@@ -84,7 +128,6 @@ jb_redis() {
 # jb_start_postgres ["extra postgresql.conf lines"]
 jb_start_postgres() {
   jb_init_run_dir
-  JB_PGPORT=$(jb_free_port)
   JB_PGHOST=$JB_RUN
   JB_PGDATA=$JB_RUN/pgdata
   chown postgres "$JB_RUN" 2>/dev/null || true
@@ -92,7 +135,6 @@ jb_start_postgres() {
     cat "$JB_RUN/initdb.log" >&2; return 1; }
   cat >>"$JB_PGDATA/postgresql.conf" <<CONF
 listen_addresses = '127.0.0.1'
-port = $JB_PGPORT
 unix_socket_directories = '$JB_RUN'
 shared_preload_libraries = 'jobbuf'
 jobbuf.database = '$JB_DB'
@@ -102,16 +144,20 @@ fsync = off
 log_min_messages = warning
 ${1:-}
 CONF
-  local try
-  for try in 2 3 4 5 6; do
-    jb_pg_ctl start && break
-    grep -q 'could not bind' "$JB_RUN/postgres.log" 2>/dev/null || return 1
-    [ "$try" -le 5 ] || return 1
-    JB_PGPORT=$(jb_free_port)   # taken meanwhile: the last port line wins
-    echo "port = $JB_PGPORT" >>"$JB_PGDATA/postgresql.conf"
-  done
+  jb_on_free_port JB_PGPORT jb_pg_start "$JB_PGDATA" "$JB_RUN/postgres.log" || return 1
   jb_psql_db postgres -q -c "CREATE DATABASE $JB_DB" >/dev/null
   jb_psql -q -c "CREATE EXTENSION jobbuf" >/dev/null
+}
+
+# jb_pg_start DATA LOG PORT: starts the cluster in DATA (pg_ctl start, logging to LOG) on PORT, the
+# last port line of its postgresql.conf; JB_PORT_TAKEN when PORT was taken.
+jb_pg_start() {
+  local from
+  from=$(jb_log_size "$2")
+  echo "port = $3" >>"$1/postgresql.conf"
+  jb_as_postgres "$JB_PGBIN/pg_ctl" -D "$1" -l "$2" -w -t 60 start >/dev/null && return 0
+  jb_port_taken "$2" "$from" && return "$JB_PORT_TAKEN"
+  return 1
 }
 
 jb_pg_ctl() {

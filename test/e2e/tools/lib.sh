@@ -62,12 +62,16 @@ expect_all_delivered_once() {
 }
 
 start_extra_redis() {
-  EXTRA_REDIS_PORT=$(jb_free_port)
-  mkdir -p "$JB_RUN/redis-$EXTRA_REDIS_PORT"
-  redis-server --port "$EXTRA_REDIS_PORT" --bind 127.0.0.1 --dir "$JB_RUN/redis-$EXTRA_REDIS_PORT" \
-    --save '' --appendonly no --daemonize no --logfile "$JB_RUN/redis-$EXTRA_REDIS_PORT/redis.log" &
+  jb_on_free_port EXTRA_REDIS_PORT extra_redis_on
+}
+
+extra_redis_on() {  # PORT
+  local dir=$JB_RUN/redis-$1
+  mkdir -p "$dir"
+  redis-server --port "$1" --bind 127.0.0.1 --dir "$dir" \
+    --save '' --appendonly no --daemonize no --logfile "$dir/redis.log" &
   E2E_EXTRA_PIDS+=($!)
-  jb_wait_until "redis-cli -p $EXTRA_REDIS_PORT ping >/dev/null 2>&1" 5
+  jb_redis_started $! "$dir/redis.log" 0 -p "$1"
 }
 
 # stop_redis: stops the harness's redis-server (jb_restart_redis brings it back on the same port).

@@ -3,6 +3,7 @@
 #
 #   source "$(dirname "$0")/tools/lib.sh"
 #   faults_start "redis-server args" "extra postgresql.conf lines"
+#     (= faults_start_redis "redis-server args"; faults_start_postgres "extra postgresql.conf lines")
 #   the checks of test/harness/checks.sh (say, pass, fail, check, expect_eq, ...)
 #   the waits of test/harness/preconditions.sh (set_and_reload, wait_delivered, tx_open, ...)
 #   faults_done                           # summary; exit status 1 when a check failed
@@ -43,13 +44,24 @@ faults_cleanup() {
 
 # faults_start "<redis-server args>" "<extra postgresql.conf lines>"
 faults_start() {
+  faults_start_redis "${1:-}"
+  faults_start_postgres "${2:-}"
+}
+
+# faults_start_redis "<redis-server args>" then faults_start_postgres "<conf lines>": the two
+# halves of faults_start, for a script that starts servers of its own between them (whose ports
+# the Postgres configuration names).
+faults_start_redis() {
   local redis_args=()
   # shellcheck disable=SC2206
   [ -n "${1:-}" ] && redis_args=($1)
   jb_init_run_dir
   trap faults_cleanup EXIT
   jb_start_redis "${redis_args[@]}" || exit 1
-  jb_start_postgres "${2:-}" || exit 1
+}
+
+faults_start_postgres() {
+  jb_start_postgres "${1:-}" || exit 1
   if ! wait_worker_running 20; then
     echo "  the drain worker did not start; server log:" >&2
     tail -n 30 "$JB_RUN/postgres.log" >&2

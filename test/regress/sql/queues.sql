@@ -94,7 +94,12 @@ SELECT jobbuf_stage('q_default', '{}'::jsonb);
 SELECT jobbuf_create_queue('q_default', 'stream');
 SELECT name, target FROM jobbuf.queues WHERE name = 'q_default';
 
--- jobbuf_stats() counts as of the worker's census (none runs here): taken by hand.
+-- jobbuf_stats() counts as of the last census: taken here by hand, with every queue's row of
+-- jobbuf.queue_stats held until COMMIT, so that this database's worker (jobbuf.database '*') does
+-- not publish a census it began before the statements above over it (staging.sql says more).
+BEGIN;
+SELECT count(*) > 0 AS queues_held FROM (SELECT queue FROM jobbuf.queue_stats FOR UPDATE) held;
 SELECT jobbuf.take_census() > 0 AS counted;
 SELECT queue, target, paused, ready, scheduled, claimed, dead, delivered_total, failed_total, last_error
 FROM jobbuf_stats();
+COMMIT;

@@ -81,8 +81,13 @@ SELECT jobbuf_stage('s_list', '{"p": 1}'::jsonb, partition_key => 'account-7') A
 SELECT payload, partition_key FROM jobbuf.jobs WHERE id = :p1;
 
 -- jobbuf_stats(): ready (due), scheduled (run_at later), claimed; totals start at 0. They are
--- as of the last census, which this database's worker may already have taken: taken by hand.
+-- as of the last census: taken here by hand. With jobbuf.database '*' this database has a worker,
+-- whose census may have counted the jobs before the statements above and publish after this one:
+-- holding every queue's row of jobbuf.queue_stats until COMMIT keeps it out (it skips rows another
+-- transaction holds), and taking them first waits for a census it is publishing.
 SELECT jobbuf_create_queue('s_empty', 'stream');
+BEGIN;
+SELECT count(*) AS queues_held FROM (SELECT queue FROM jobbuf.queue_stats FOR UPDATE) held;
 SELECT jobbuf.take_census() AS queues_counted;
 SELECT queue, target, paused, ready, scheduled, claimed, dead, delivered_total, failed_total,
        last_error, last_delivery_at, oldest_ready_age IS NOT NULL AS has_ready_age
@@ -96,13 +101,17 @@ SELECT queue, ready, scheduled, claimed, held, dead, oldest_ready_age IS NOT NUL
        delivered_total, rejected_total, consumer_failed_total, delivered_per_second,
        queue_time_p50, queue_time_p99
 FROM jobbuf_queue_metrics();
+COMMIT;
 -- A consumer failure counts at once in failed_total and consumer_failed_total, and the census
 -- moves it into the queue's counters (it counts once). This database's worker takes censuses
--- too, so whether it already did is not asserted before the census taken here.
+-- too, so whether it already did is not asserted before the census taken here (the rows held
+-- again, as above).
 SELECT jobbuf_fail(group_id, 'consumer says no') AS failed
 FROM (SELECT DISTINCT group_id FROM jobbuf.jobs WHERE queue = 's_none' AND group_id IS NOT NULL) g;
 SELECT s.failed_total, m.consumer_failed_total, m.rejected_total
 FROM jobbuf_stats() s JOIN jobbuf_queue_metrics() m USING (queue) WHERE queue = 's_none';
+BEGIN;
+SELECT count(*) AS queues_held FROM (SELECT queue FROM jobbuf.queue_stats FOR UPDATE) held;
 SELECT jobbuf.take_census() AS queues_counted;
 SELECT s.failed_total, m.consumer_failed_total, m.ready, m.claimed,
        (SELECT count(*) FROM jobbuf.consumer_failures) AS uncounted_rows
@@ -111,6 +120,7 @@ FROM jobbuf_stats() s JOIN jobbuf_queue_metrics() m USING (queue) WHERE queue = 
 SELECT datname = current_database() AS datname_ok, queue, ready, failed_total, oldest_ready_seconds > 0 AS waiting,
        queue_time_p99_seconds
 FROM jobbuf_prometheus_queues() WHERE queue = 's_list';
+COMMIT;
 
 -- jobbuf_worker_status(): these columns; a row per drain worker (how many depends on the server's
 -- jobbuf.database), each naming its database.
