@@ -396,8 +396,13 @@ long drain_round(void)
         else if (full)
             pending_queues_clear();  // the restarted cursors left nothing pending
         note_staged_work(queues, nqueues, full || reloaded);
-        if (nqueues == 0)
+        if (nqueues == 0) {
+            // No queue to deliver (none, or every one paused): a worker connected to Redis still
+            // holds the delivery lease, and keeps it, or a clone beside it could take it.
+            if (jobbuf::redis::drain_session_connected(state->ctx.session) && !keep_lease())
+                return redis_backoff_ms();
             break;
+        }
         if (!ensure_redis() || !keep_lease() || !reconcile_if_needed())
             return redis_backoff_ms();
         // Which targets this deployment refuses changes only with the list or the connection.
@@ -473,7 +478,8 @@ long drain_round(void)
     round_finished(locked_out);
     if (delivered_any)
         redis_succeeded(state->ctx.session);
-    // An idle worker keeps its lease: it wakes before a quarter of its lifetime has passed.
+    // An idle worker keeps its lease (above, also with every queue paused): it wakes before a
+    // quarter of its lifetime has passed.
     if (jobbuf::redis::drain_session_connected(state->ctx.session))
         sleep_ms = Min(sleep_ms, lease_refresh_ms());
     // A queue backing off after an error is tried again when its backoff ends.
