@@ -15,6 +15,7 @@ Gem::Specification.new do |spec|
     perform_in, set(...)) pushed inside an ActiveRecord transaction (require "jobbuf/sidekiq").
   TEXT
   spec.authors = ["jobbuf contributors"]
+  spec.license = "PostgreSQL"
   spec.files = Dir[File.join(__dir__, "lib/**/*.rb")].map { |f| f.delete_prefix("#{__dir__}/") }
   spec.require_paths = ["lib"]
   spec.required_ruby_version = ">= 2.7"
