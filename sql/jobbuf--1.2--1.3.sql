@@ -19,6 +19,67 @@ END $$;
 -- so a database created at 1.0 would keep describing 1.0 in \dx.
 COMMENT ON EXTENSION jobbuf IS 'Transactionally staged jobs drained to Redis (Sidekiq, BullMQ, Celery, ActiveJob, lists, streams) by a background worker';
 
+-- Copies and replication (src/sql/00_schema.sql, src/sql/60_copies.sql; docs/copies.md, "Logical
+-- replication"). jobbuf.consumer_failures has no key: the whole row is its replica identity, so
+-- the census's DELETE is not refused under a publication that publishes deletes.
+ALTER TABLE jobbuf.consumer_failures REPLICA IDENTITY FULL;
+
+-- jobbuf_release_restored also moves jobbuf.jobs_id_seq past every id the installation holds.
+-- (CREATE OR REPLACE resets SECURITY DEFINER, which 90_privileges.sql gives the admin functions.)
+CREATE OR REPLACE FUNCTION jobbuf_release_restored(queue text DEFAULT NULL)
+RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    released bigint;
+    dead_letters bigint;
+    top bigint;
+BEGIN
+    SELECT pg_catalog.max(h.id) INTO top FROM (
+        SELECT pg_catalog.max(j.id) FROM jobbuf.jobs j
+        UNION ALL SELECT pg_catalog.max(d.id) FROM jobbuf.dead d
+        UNION ALL SELECT pg_catalog.max(a.id) FROM jobbuf.archive a) h (id);
+    IF top OPERATOR(pg_catalog.>) (SELECT CASE WHEN s.is_called THEN s.last_value
+                                               ELSE s.last_value OPERATOR(pg_catalog.-) 1 END
+                                   FROM jobbuf.jobs_id_seq s) THEN
+        PERFORM pg_catalog.setval('jobbuf.jobs_id_seq'::pg_catalog.regclass, top, true);
+    END IF;
+    UPDATE jobbuf.jobs j SET owner = jobbuf.installation_id()
+    FROM jobbuf.held_jobs_of(jobbuf_release_restored.queue) h WHERE j.id OPERATOR(pg_catalog.=) h.id;
+    GET DIAGNOSTICS released = ROW_COUNT;
+    IF released OPERATOR(pg_catalog.>) 0 THEN
+        -- A statement on jobbuf.queues wakes the worker when this transaction commits.
+        UPDATE jobbuf.queues SET paused = paused WHERE false;
+    END IF;
+    UPDATE jobbuf.dead d SET owner = jobbuf.installation_id()
+    FROM jobbuf.held_dead_letters_of(jobbuf_release_restored.queue) h WHERE d.id OPERATOR(pg_catalog.=) h.id;
+    GET DIAGNOSTICS dead_letters = ROW_COUNT;
+    RETURN released OPERATOR(pg_catalog.+) dead_letters;
+END $$;
+ALTER FUNCTION jobbuf_release_restored(text) SECURITY DEFINER;
+
+-- jobbuf_reset_identity runs as origin (the identity trigger below skips changes made as replica).
+ALTER FUNCTION jobbuf_reset_identity() SET session_replication_role = origin;
+
+-- The subscriber's own identity and claim slots are never replaced by a publisher's rows.
+CREATE FUNCTION jobbuf.skip_replicated_row() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF pg_catalog.current_setting('session_replication_role') OPERATOR(pg_catalog.=) 'replica' THEN
+        RETURN NULL;
+    END IF;
+    IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
+        RETURN OLD;
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER installation_not_replicated BEFORE INSERT OR UPDATE OR DELETE ON jobbuf.installation
+    FOR EACH ROW EXECUTE FUNCTION jobbuf.skip_replicated_row();
+ALTER TABLE jobbuf.installation ENABLE ALWAYS TRIGGER installation_not_replicated;
+-- Only the inserts: a replicated delete (the queue dropped on the publisher) still removes the slot.
+CREATE TRIGGER claim_locks_not_replicated BEFORE INSERT ON jobbuf.claim_locks
+    FOR EACH ROW EXECUTE FUNCTION jobbuf.skip_replicated_row();
+ALTER TABLE jobbuf.claim_locks ENABLE ALWAYS TRIGGER claim_locks_not_replicated;
+REVOKE ALL ON FUNCTION jobbuf.skip_replicated_row() FROM PUBLIC;
+
 -- Keep this statement last.
 -- Wakes the drain worker when this update commits: a worker running the 1.3 library against 1.2
 -- SQL waits for this update, and a statement on jobbuf.queues (its trigger) is what tells it.

@@ -53,6 +53,11 @@ CREATE TABLE jobbuf.consumer_failures (
     queue  text NOT NULL,
     failed bigint NOT NULL
 );
+-- No key (rows are appended and folded, never looked up one by one): the whole row identifies
+-- it to logical replication, so the census's DELETE is not refused under a publication that
+-- publishes deletes and includes this table (FOR ALL TABLES, FOR TABLES IN SCHEMA jobbuf).
+-- Two rows with the same values are interchangeable; a subscriber deletes either one.
+ALTER TABLE jobbuf.consumer_failures REPLICA IDENTITY FULL;
 
 -- The installation's identity: made by CREATE EXTENSION, one row, never dumped (not a
 -- configuration table), so a database restored from a dump gets an identity of its own. Jobs

@@ -23,12 +23,26 @@ $$;
 -- installation gave them, and can tell a job they already ran) and every other column. The
 -- queue's held dead letters are adopted with them (jobbuf_retry_dead then stages them as this
 -- installation's). Returns the number of jobs and dead letters adopted.
+-- It also moves jobbuf.jobs_id_seq past every id the installation holds (jobs, dead letters,
+-- archived jobs), never back: logical replication carries rows but not sequences, so a
+-- subscriber taking over from its publisher (docs/copies.md, "Logical replication") would
+-- otherwise stage its first jobs with ids it already holds.
 CREATE FUNCTION jobbuf_release_restored(queue text DEFAULT NULL)
 RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     released bigint;
     dead_letters bigint;
+    top bigint;
 BEGIN
+    SELECT pg_catalog.max(h.id) INTO top FROM (
+        SELECT pg_catalog.max(j.id) FROM jobbuf.jobs j
+        UNION ALL SELECT pg_catalog.max(d.id) FROM jobbuf.dead d
+        UNION ALL SELECT pg_catalog.max(a.id) FROM jobbuf.archive a) h (id);
+    IF top OPERATOR(pg_catalog.>) (SELECT CASE WHEN s.is_called THEN s.last_value
+                                               ELSE s.last_value OPERATOR(pg_catalog.-) 1 END
+                                   FROM jobbuf.jobs_id_seq s) THEN
+        PERFORM pg_catalog.setval('jobbuf.jobs_id_seq'::pg_catalog.regclass, top, true);
+    END IF;
     UPDATE jobbuf.jobs j SET owner = jobbuf.installation_id()
     FROM jobbuf.held_jobs_of(jobbuf_release_restored.queue) h WHERE j.id OPERATOR(pg_catalog.=) h.id;
     GET DIAGNOSTICS released = ROW_COUNT;
@@ -61,8 +75,10 @@ END $$;
 -- to live beside its original. Every job staged before becomes held (it is a copy of one the
 -- original delivers); jobs staged afterwards carry the new identity, and the worker uses a
 -- delivery marker of its own. Returns the new identity.
+-- (In a session with session_replication_role = replica, as a restore may run, the change would
+-- be skipped as if replicated: the function runs as origin.)
 CREATE FUNCTION jobbuf_reset_identity()
-RETURNS uuid LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+RETURNS uuid LANGUAGE sql SET search_path = pg_catalog, pg_temp SET session_replication_role = origin AS $$
     -- A statement on jobbuf.queues makes the worker reload when this commits, reading the new
     -- identity (its lease, marker and connection name follow it).
     UPDATE jobbuf.queues SET paused = paused WHERE false;
@@ -72,3 +88,31 @@ RETURNS uuid LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
                         WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
     RETURNING id;
 $$;
+
+-- Logical replication (docs/copies.md): a subscriber that has jobbuf keeps its own identity and
+-- its own claim slots. A publication FOR ALL TABLES or FOR TABLES IN SCHEMA jobbuf carries the
+-- publisher's jobbuf.installation row (its initial sync would fail on installation_pkey, and a
+-- jobbuf_reset_identity() there would replace the subscriber's identity) and the publisher's
+-- jobbuf.claim_locks rows (which collide with the slots the subscriber's own claims made). The
+-- apply and tablesync workers run with session_replication_role = replica, as do other
+-- replication tools; these triggers fire there too (ENABLE ALWAYS) and skip the row. Replicated
+-- jobs and dead letters keep the publisher's owner and so arrive held. CREATE EXTENSION inserts
+-- the installation row before the trigger exists (a restore may run with replica too).
+CREATE FUNCTION jobbuf.skip_replicated_row() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF pg_catalog.current_setting('session_replication_role') OPERATOR(pg_catalog.=) 'replica' THEN
+        RETURN NULL;
+    END IF;
+    IF TG_OP OPERATOR(pg_catalog.=) 'DELETE' THEN
+        RETURN OLD;
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER installation_not_replicated BEFORE INSERT OR UPDATE OR DELETE ON jobbuf.installation
+    FOR EACH ROW EXECUTE FUNCTION jobbuf.skip_replicated_row();
+ALTER TABLE jobbuf.installation ENABLE ALWAYS TRIGGER installation_not_replicated;
+-- Only the inserts: a replicated delete (the queue dropped on the publisher) still removes the slot.
+CREATE TRIGGER claim_locks_not_replicated BEFORE INSERT ON jobbuf.claim_locks
+    FOR EACH ROW EXECUTE FUNCTION jobbuf.skip_replicated_row();
+ALTER TABLE jobbuf.claim_locks ENABLE ALWAYS TRIGGER claim_locks_not_replicated;

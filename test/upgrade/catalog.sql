@@ -32,9 +32,9 @@ WITH ext AS (
     FROM pg_catalog.pg_namespace n JOIN members m
       ON m.classid = 'pg_catalog.pg_namespace'::pg_catalog.regclass AND m.objid = n.oid
   UNION ALL
-    SELECT pg_catalog.format('relation %s kind=%s persistence=%s options=%s acl=%s rowsecurity=%s comment=%s',
+    SELECT pg_catalog.format('relation %s kind=%s persistence=%s options=%s acl=%s rowsecurity=%s replica_identity=%s comment=%s',
                r.oid::pg_catalog.regclass, r.relkind, r.relpersistence, r.reloptions, r.relacl,
-               r.relrowsecurity, pg_catalog.obj_description(r.oid, 'pg_class'))
+               r.relrowsecurity, r.relreplident, pg_catalog.obj_description(r.oid, 'pg_class'))
     FROM rels r
   UNION ALL
     SELECT pg_catalog.format('column %s.%s position=%s type=%s notnull=%s default=%s identity=%s options=%s acl=%s collation=%s comment=%s',
