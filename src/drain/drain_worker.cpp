@@ -149,19 +149,30 @@ void database_failed(void)
     delay_redis_attempts(kErrorBackoffMs);
 }
 
-// Another cluster holds the delivery lease. A holder that stopped (a standby promoted after its
-// primary stopped, a restart elsewhere) lets it expire within its lifetime, twice
-// jobbuf.redis_timeout: only a lease still held after that is a live twin, said in one WARNING
-// (redis_failed). Until then the worker retries quietly.
+// The delivery lease lasts twice jobbuf.redis_timeout; it is refreshed once a quarter of that has
+// passed (before a batch, and by an idle worker, whose sleep is capped to that quarter).
+long lease_refresh_ms(void)
+{
+    return Max(jobbuf_redis_timeout / 2, 1);
+}
+
+// Another cluster holds the delivery lease. The lease of a holder that stopped (a standby
+// promoted after its primary stopped) lapses for this cluster once it has seen it unchanged for
+// its lifetime, twice jobbuf.redis_timeout (session_lease.cpp); a lease still held a
+// jobbuf.redis_timeout after that is a live twin, said in one WARNING (redis_failed). Until then
+// the worker retries quietly.
 void lease_held_elsewhere(const char* message)
 {
     TimestampTz now = GetCurrentTimestamp();
+    cap_redis_backoff(0);
     if (state->lease_held_since == 0)
         state->lease_held_since = now;
-    if (TimestampDifferenceExceeds(state->lease_held_since, now, 2 * jobbuf_redis_timeout))
+    if (TimestampDifferenceExceeds(state->lease_held_since, now, 3 * jobbuf_redis_timeout))
         redis_failed(state->ctx.session, message);
-    else
-        delay_redis_attempts(Max(jobbuf_redis_timeout / 4, 1));
+    // Looked at again every quarter of jobbuf.redis_timeout, also after the WARNING: the lease
+    // lapses for this cluster only once it has seen it unchanged for its lifetime with no gap
+    // longer than half of it (session_lease.cpp).
+    delay_redis_attempts(Max(jobbuf_redis_timeout / 4, 1));
 }
 
 // Redis closed the idle connection: not connected any more; the next round connects again.
@@ -211,6 +222,7 @@ bool ensure_redis(void)
     if (fresh) {
         state->lease_kept_at = GetCurrentTimestamp();  // connecting took the lease
         state->lease_held_since = 0;
+        cap_redis_backoff(static_cast<int>(lease_refresh_ms()));
         state->reconcile_needed = true;  // a batch may have been cut off by the last disconnect
         state->targets_noted = false;    // another deployment may be behind the URL now
         redis_succeeded(state->ctx.session);
@@ -309,12 +321,6 @@ int load_pass(ActiveQueue** queues, bool reload, bool* reloaded)
     return nqueues;
 }
 
-// The delivery lease lasts twice jobbuf.redis_timeout; it is refreshed once a quarter of that has
-// passed (before a batch, and by an idle worker, whose sleep is capped to that quarter).
-long lease_refresh_ms(void)
-{
-    return Max(jobbuf_redis_timeout / 2, 1);
-}
 
 // Refreshes the delivery lease when due. False when another cluster holds it (one WARNING per
 // holder, through redis_failed) or Redis failed: nothing may be pushed now.
@@ -328,6 +334,7 @@ bool keep_lease(void)
         return false;
     state->lease_kept_at = now;
     state->lease_held_since = 0;
+    cap_redis_backoff(static_cast<int>(lease_refresh_ms()));
     return true;
 }
 

@@ -13,6 +13,7 @@ extern "C" {
 namespace {
 
 int backoff_ms = 0;
+int backoff_cap_ms = 0;
 TimestampTz next_attempt = 0;
 bool reported_down = false;
 
@@ -22,6 +23,8 @@ void redis_failed(jobbuf::redis::DrainSession* session, const char* message)
 {
     backoff_ms = backoff_ms == 0 ? kMinBackoffMs : Min(backoff_ms * 2, kMaxBackoffMs);
     backoff_ms = Min(backoff_ms, Max(jobbuf_poll_interval, kMinBackoffMs) * 10);
+    if (backoff_cap_ms > 0)
+        backoff_ms = Min(backoff_ms, Max(backoff_cap_ms, kMinBackoffMs));
     next_attempt = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), backoff_ms);
     reported_down = true;
     shared_state_set_redis_connected(jobbuf::redis::drain_session_connected(session));
@@ -45,6 +48,11 @@ void redis_succeeded(jobbuf::redis::DrainSession* session)
 TimestampTz next_redis_attempt(void)
 {
     return next_attempt;
+}
+
+void cap_redis_backoff(int max_ms)
+{
+    backoff_cap_ms = max_ms;
 }
 
 void delay_redis_attempts(int delay_ms)

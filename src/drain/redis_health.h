@@ -19,6 +19,10 @@ void redis_succeeded(jobbuf::redis::DrainSession* session);
 // No Redis attempt before this time (0: now).
 TimestampTz next_redis_attempt(void);
 
+// While the worker holds the delivery lease, the backoff after a failure stays at most max_ms (0:
+// no cap), so that it refreshes the lease before it could lapse however long Redis was away.
+void cap_redis_backoff(int max_ms);
+
 // Holds Redis attempts back for delay_ms (0: allows one now and forgets the backoff).
 void delay_redis_attempts(int delay_ms);
 

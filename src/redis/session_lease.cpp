@@ -4,10 +4,18 @@
 // fence each other's connections, and each would delete jobs whose ids the other delivered. The
 // lease key names the cluster that delivers the installation's jobs to this Redis; a cluster
 // takes it only when it is free or already its own, refreshes it while it delivers, and never
-// fences, reconciles or pushes while another holds it. It expires twice jobbuf.redis_timeout
-// after its holder's last refresh: that is as long as a stopped holder keeps a successor waiting.
+// fences, reconciles or pushes while another holds it.
+// The lease has no TTL in Redis: it lapses only while Redis is reachable. Its value is the
+// holder's name and a refresh count ("<holder>#<n>"); another cluster takes it over only after it
+// has found it unchanged, with no gap longer than half the lifetime between two looks (a gap is
+// Redis, or this session, away), for the whole lifetime (twice jobbuf.redis_timeout). So a Redis
+// outage of any length never hands the lease on (a TTL ran out during the outage, and whoever
+// reconnected first took it); the holder, which retries at least every half lifetime while it
+// holds the lease (drain_worker.cpp), refreshes it first after the outage. A stopped holder keeps a
+// successor waiting one lifetime of Redis being reachable.
 #include "redis/regime.h"
 
+#include <chrono>
 #include <string>
 
 #include "redis/session_state.h"
@@ -16,14 +24,52 @@ namespace jobbuf::redis {
 
 namespace {
 
-// KEYS[1] the lease, ARGV[1] this cluster's value, ARGV[2] its lifetime in ms. Returns
-// {1, ""} when taken now, {2, ""} when refreshed, {0, <holder>} when another holds it.
-// (Whole values are compared: the same cluster restarted is the same holder.)
-constexpr const char* kTakeLease = "local v = redis.call('GET', KEYS[1]) "
-                                   "if v == false or v == ARGV[1] then "
-                                   "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) "
-                                   "if v == false then return {1, ''} end return {2, ''} end "
-                                   "return {0, v}";
+// KEYS[1] the lease, ARGV[1] this cluster's name, ARGV[2] the value this session saw lapse ("":
+// none). Returns {1, ""} when taken (free), {2, ""} when refreshed, {3, <old>} when taken over
+// after it lapsed, {0, <value>} when another holds it. A 1.2 value (no "#<n>", a TTL) counts as
+// refresh 0 of its holder; SET drops its TTL.
+constexpr const char* kTakeLease =
+    "local v = redis.call('GET', KEYS[1]) "
+    "if v == false then redis.call('SET', KEYS[1], ARGV[1] .. '#1') return {1, ''} end "
+    "local holder, n = string.match(v, '^(.*)#(%d+)$') "
+    "if holder == nil then holder = v n = '0' end "
+    "if holder == ARGV[1] then redis.call('SET', KEYS[1], ARGV[1] .. '#' .. (tonumber(n) + 1)) return {2, ''} end "
+    "if ARGV[2] ~= '' and v == ARGV[2] then redis.call('SET', KEYS[1], ARGV[1] .. '#1') return {3, v} end "
+    "return {0, v}";
+
+using Clock = std::chrono::steady_clock;
+
+// The holder named in a lease value (without its refresh count).
+std::string holder_of(const std::string& value)
+{
+    std::size_t hash = value.rfind('#');
+    if (hash == std::string::npos || hash + 1 == value.size() ||
+        value.find_first_not_of("0123456789", hash + 1) != std::string::npos)
+        return value;
+    return value.substr(0, hash);
+}
+
+// The value to take over: the one this session has seen unchanged, without a gap, for the
+// lease's lifetime; "" when there is none.
+std::string lapsed_value(const DrainSession* session, Clock::time_point now)
+{
+    if (session->observed_lease.empty())
+        return "";
+    std::chrono::milliseconds lifetime(lease_lifetime_ms(session));
+    bool unbroken = now - session->observed_last <= lifetime / 2;
+    return unbroken && now - session->observed_since >= lifetime ? session->observed_lease : "";
+}
+
+// Notes another holder's lease as found now: a new value, or the same after a gap, starts again.
+void observe(DrainSession* session, const std::string& value, Clock::time_point now)
+{
+    std::chrono::milliseconds lifetime(lease_lifetime_ms(session));
+    if (value != session->observed_lease || now - session->observed_last > lifetime / 2) {
+        session->observed_lease = value;
+        session->observed_since = now;
+    }
+    session->observed_last = now;
+}
 
 }  // namespace
 
@@ -38,9 +84,9 @@ SessionReport take_lease(DrainSession* session, IoWaiter& waiter, bool* taken)
     // Not on a Redis Cluster yet (docs/cluster.md, limits): its connections are per node.
     if (session->lease_key.empty() || session->is_cluster())
         return {};
+    Clock::time_point now = Clock::now();
     CommandPipeline pipeline;
-    pipeline.add({"EVAL", kTakeLease, "1", session->lease_key, session->lease_value,
-                  std::to_string(lease_lifetime_ms(session))});
+    pipeline.add({"EVAL", kTakeLease, "1", session->lease_key, session->lease_value, lapsed_value(session, now)});
     std::vector<RedisReply> replies;
     RedisStatus status = session->connection.execute(pipeline, &replies, session->timeout_ms, waiter);
     if (!status.ok())
@@ -62,15 +108,17 @@ SessionReport take_lease(DrainSession* session, IoWaiter& waiter, bool* taken)
     if (reply.elements.size() != 2)
         return report_of(SessionReport::Status::Refused, "taking the delivery lease: unexpected reply");
     if (reply.elements[0].integer != 0) {
-        *taken = reply.elements[0].integer == 1;
+        *taken = reply.elements[0].integer != 2;
+        session->observed_lease.clear();
         return {};
     }
+    observe(session, reply.elements[1].str, now);
     session->connection.close();  // nothing more on this connection: no fence, no marker, no push
     return report_of(
         SessionReport::Status::Held,
         "another PostgreSQL cluster with this database's jobbuf installation identity delivers its jobs to "
         "this Redis (" +
-            reply.elements[1].str + "); this one (" + session->lease_value +
+            holder_of(reply.elements[1].str) + "); this one (" + session->lease_value +
             ") does not deliver while it does. If this cluster is a copy meant to live on (a pg_basebackup or "
             "snapshot clone, a standby promoted while its primary runs), run SELECT jobbuf_reset_identity() "
             "in this database (the jobs it carries are then held), otherwise stop it");

@@ -3,6 +3,7 @@
 // the delivery marker; session_lease.cpp: the delivery lease; replica_ack.cpp: WAIT for replicas
 // and READONLY).
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -36,6 +37,12 @@ public:
     std::string client_name;  // names every connection of this worker (see connection_fence.h)
     std::string lease_key;    // the delivery lease (session_lease.cpp); empty: none
     std::string lease_value;  // this cluster, as the lease names its holder
+    // Another holder's lease as this session last found it (holder and refresh count), when it
+    // was first found so and when last (session_lease.cpp): it lapses only once it has been seen
+    // unchanged, with no gap, for its whole lifetime.
+    std::string observed_lease;
+    std::chrono::steady_clock::time_point observed_since;
+    std::chrono::steady_clock::time_point observed_last;
 
     // A Cluster endpoint (cluster/cluster_session.cpp): one unit, and one marker, per hash slot.
     ClusterLinks cluster;                       // the links to its nodes and its hash slot map

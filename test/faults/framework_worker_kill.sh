@@ -39,9 +39,8 @@ bash "$ROOT/test/consumers/install.sh" >/dev/null || exit 1
 # paused writes below hold its batch, not a lease refresh (see kill_drain_worker_in_batch).
 faults_start "" "jobbuf.redis_timeout = '30s'"
 on_exit jb_stop_celery
-# The worker refreshes the lease only in rounds that have a queue to deliver (not paused, target
-# not none): this empty one, never paused, keeps it refreshing while the framework's queue is
-# paused to stage its jobs.
+# An empty queue, never paused: the worker keeps running rounds with a queue to deliver while the
+# framework's queue is paused to stage its jobs.
 jb_sql "SELECT jobbuf_create_queue('lease_keeper', 'list')" >/dev/null
 URL=redis://127.0.0.1:$JB_REDIS_PORT/0
 
@@ -75,19 +74,18 @@ stage() {
   expect_eq "$1: $N jobs staged" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = '$1'")" "$N"
 }
 
-# wait_lease_refreshed KEY: waits until the drain worker refreshes its lease KEY, seen as its PTTL
-# going up (it only goes down otherwise). At most until the lease expires: a worker that has not
-# refreshed it by then never does.
+# lease_refreshes KEY: how many times its holder has refreshed the lease KEY ("<holder>#<n>").
+lease_refreshes() { jb_redis GET "$1" | sed -n 's/.*#\([0-9]*\)$/\1/p'; }
+
+# wait_lease_refreshed KEY: waits until the drain worker refreshes its lease KEY (its refresh count
+# goes up). At most the lease's lifetime (60 s): a worker that has not refreshed it by then never
+# does.
 wait_lease_refreshed() {
-  local last now
-  last=$(jb_redis PTTL "$1")
-  while [ "$last" -gt 0 ] 2>/dev/null; do
-    sleep 0.05
-    now=$(jb_redis PTTL "$1")
-    [ "$now" -gt "$last" ] 2>/dev/null && return 0
-    last=$now
-  done
-  echo "  the lease $1 expired (PTTL $last) without a refresh" >&2
+  local first
+  first=$(lease_refreshes "$1")
+  [ -n "$first" ] || { echo "  no lease $1" >&2; return 1; }
+  jb_wait_until "[ \"\$(lease_refreshes '$1')\" -gt $first ] 2>/dev/null" 60 && return 0
+  echo "  the lease $1 was not refreshed within its lifetime" >&2
   return 1
 }
 
