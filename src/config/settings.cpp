@@ -21,6 +21,7 @@ int jobbuf_batch_max_bytes = 16 * 1024 * 1024;
 int jobbuf_poll_interval = 1000;
 int jobbuf_redis_timeout = 2000;
 bool jobbuf_enabled = true;
+int jobbuf_rotation_min_size = -1;
 int jobbuf_redis_tls_verify = static_cast<int>(jobbuf::redis::TlsOptions::Verify::Full);
 char* jobbuf_redis_tls_ca_file = nullptr;
 char* jobbuf_redis_tls_cert_file = nullptr;
@@ -257,6 +258,14 @@ void jobbuf_define_settings(void)
                             "Timeout of the worker's Redis connects, and of each wait for progress in a round trip.",
                             nullptr, &jobbuf_redis_timeout, 2000, 10, 600 * 1000, PGC_SUSET, GUC_UNIT_MS, nullptr,
                             nullptr, nullptr);
+
+    DefineCustomIntVariable(
+        "jobbuf.rotation_min_size",
+        "Heap size from which storage rotation of jobbuf.jobs and jobbuf.queue_stats is due; -1: the built-in rule.",
+        "For tests: forces rotations without a horizon held back for 15 s (docs/storage.md). The rule on live rows "
+        "still applies.",
+        &jobbuf_rotation_min_size, -1, -1, PG_INT32_MAX, PGC_SIGHUP, GUC_UNIT_BLOCKS | GUC_SUPERUSER_ONLY, nullptr,
+        nullptr, nullptr);
 
     DefineCustomBoolVariable("jobbuf.enabled", "Whether the worker delivers jobs (staging continues either way).",
                              nullptr, &jobbuf_enabled, true, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);

@@ -18,6 +18,9 @@ extern int jobbuf_batch_max_bytes;        // jobbuf.batch_max_bytes, bytes
 extern int jobbuf_poll_interval;          // jobbuf.poll_interval, milliseconds
 extern int jobbuf_redis_timeout;          // jobbuf.redis_timeout, milliseconds (suset)
 extern bool jobbuf_enabled;               // jobbuf.enabled
+// jobbuf.rotation_min_size (sighup), pages: -1 the built-in rule of storage_rotation.cpp; else the
+// heap size from which rotation of jobbuf.jobs and jobbuf.queue_stats is due (tests force one).
+extern int jobbuf_rotation_min_size;
 // Production Redis (suset; the files superuser-only): TLS, Sentinel, replica acknowledgement.
 extern int jobbuf_redis_tls_verify;                // jobbuf.redis_tls_verify: TlsOptions::Verify
 extern char* jobbuf_redis_tls_ca_file;             // jobbuf.redis_tls_ca_file

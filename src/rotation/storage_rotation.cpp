@@ -2,6 +2,7 @@
 // and docs/storage.md).
 #include "pg_includes.h"
 
+#include "config/settings.h"
 #include "metadata/jobs_table_shape.h"
 #include "pg_compat.h"
 #include "rotation/storage_rotation.h"
@@ -12,11 +13,13 @@ extern "C" {
 #include "access/heapam.h"
 #include "access/heaptoast.h"
 #include "access/htup_details.h"
+#include "access/rewriteheap.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/heap.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
@@ -31,6 +34,7 @@ extern "C" {
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 }
 
@@ -85,8 +89,8 @@ struct RotatedTable {
     bool (*is_pristine)(Relation rel);  // as the extension made it: a TRUNCATE changes nothing else
     TimestampTz next_check;
     long lock_retry_ms;
-    BlockNumber last_blocks;  // the heap's size at the last check
-    uint32 held_rotations;    // rotations since the xmin horizon was last seen not held back
+    BlockNumber last_blocks;   // the heap's size at the last check
+    uint32 held_rotations;     // rotations since the xmin horizon was last seen not held back
     bool lock_timeout_logged;  // since the last rotation: logged once, not at every attempt
 };
 
@@ -137,6 +141,15 @@ RotatedTable rotated_tables[] = {
 
 enum class Outcome { NotDue, Rotated, LockBusy, TooLive };
 
+// The heap size from which rotation is due without a held horizon: jobbuf.rotation_min_size when
+// set (at least one page: an empty table is never rotated), which tests use to force rotations.
+BlockNumber rotate_at_blocks(const RotatedTable& table)
+{
+    if (jobbuf_rotation_min_size < 0)
+        return table.rotate_at_blocks;
+    return Max(static_cast<BlockNumber>(jobbuf_rotation_min_size), 1);
+}
+
 // jobbuf.queue_stats as created: a plain table whose only triggers are its foreign key's, with no
 // rules, no row security and nothing referencing it.
 bool stats_table_is_pristine(Relation rel)
@@ -151,7 +164,7 @@ bool stats_table_is_pristine(Relation rel)
 }
 
 struct LiveRows {
-    HeapTuple* tuples;  // flattened copies (no TOAST pointers: TRUNCATE empties the TOAST table)
+    HeapTuple* tuples;  // flattened copies with their headers (no TOAST pointers: the TOAST table gets a new file)
     uint64 count;
     uint64 bytes;
 };
@@ -207,27 +220,75 @@ bool lock_without_waiting(Oid relid)
     }
 }
 
-// Puts rows back into the (just truncated) table, frozen: a snapshot older than the rotation
-// still sees them, as it saw them before. Every index gets its entries.
-void put_back(Oid relid, const LiveRows& rows)
+// The oldest transaction id whose effects a snapshot may still not see: xmin of a row committed
+// before it is visible to every snapshot, running or to come (GetOldestNonRemovableTransactionId
+// is vacuum's horizon for rel, standbys' feedback and replication slots included). As CLUSTER
+// (copy_table_data), never older than the table's relfrozenxid, below which no row of the old file
+// has an unfrozen xmin.
+TransactionId freeze_cutoff(Relation rel)
 {
-    Relation rel = table_open(relid, NoLock);
-    EState* estate = CreateExecutorState();
-    ResultRelInfo* result_rel = makeNode(ResultRelInfo);
-    InitResultRelInfo(result_rel, rel, 1, nullptr, 0);
-    ExecOpenIndices(result_rel, false);
-    TupleTableSlot* slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsHeapTuple);
-    CommandId cid = GetCurrentCommandId(true);
-    for (uint64 i = 0; i < rows.count; i++) {
-        ExecStoreHeapTuple(rows.tuples[i], slot, false);
-        table_tuple_insert(rel, slot, cid, TABLE_INSERT_FROZEN, nullptr);
-        jobbuf_insert_index_tuples(result_rel, slot, estate);
-        ResetPerTupleExprContext(estate);
+    TransactionId cutoff = GetOldestNonRemovableTransactionId(rel);
+    if (TransactionIdIsNormal(rel->rd_rel->relfrozenxid) && TransactionIdPrecedes(cutoff, rel->rd_rel->relfrozenxid))
+        cutoff = rel->rd_rel->relfrozenxid;
+    return cutoff;
+}
+
+// The new file's pg_class row as CLUSTER leaves it (the frozenXid it passes to
+// swap_relation_files): relfrozenxid is the freeze cutoff, older than every unfrozen xmin put
+// back (RelationSetNewRelfilenumber set RecentXmin, newer than the xmin of rows committed after an
+// old snapshot). relminmxid stays GetOldestMultiXactId(): no row keeps a multixact (keep_visibility).
+void set_frozen_xid(Relation rel, TransactionId frozen_xid)
+{
+    Relation pg_class = table_open(RelationRelationId, RowExclusiveLock);
+    HeapTuple tuple = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(RelationGetRelid(rel)));
+    if (!HeapTupleIsValid(tuple))
+        elog(ERROR, "jobbuf: cache lookup failed for relation %u", RelationGetRelid(rel));
+    reinterpret_cast<Form_pg_class>(GETSTRUCT(tuple))->relfrozenxid = frozen_xid;
+    CatalogTupleUpdate(pg_class, &tuple->t_self, tuple);
+    heap_freetuple(tuple);
+    table_close(pg_class, RowExclusiveLock);
+    CommandCounterIncrement();  // rel's relcache entry (rewrite_heap_tuple reads it) sees the value
+}
+
+// The header of a row put back, as read under ACCESS EXCLUSIVE: alive to a snapshot taken then,
+// so its xmin committed and its xmax (if any) is a locker's or an aborted transaction's, all
+// ended: that xmax is cleared, as VACUUM's freezing clears it (FreezeMultiXactId, a locker gone),
+// and nothing that a snapshot can tell changes. xmin is kept, and frozen only when it precedes
+// frozen_xid (visible to every snapshot): a snapshot taken before the row's transaction committed
+// still does not see it.
+void keep_visibility(HeapTupleHeader header, TransactionId frozen_xid)
+{
+    if (!(header->t_infomask & HEAP_XMAX_INVALID) || TransactionIdIsValid(HeapTupleHeaderGetRawXmax(header))) {
+        header->t_infomask &= ~HEAP_XMAX_BITS;
+        header->t_infomask |= HEAP_XMAX_INVALID;
+        header->t_infomask2 &= ~HEAP_KEYS_UPDATED;
+        HeapTupleHeaderSetXmax(header, InvalidTransactionId);
     }
-    ExecDropSingleTupleTableSlot(slot);
-    ExecCloseIndices(result_rel);
-    FreeExecutorState(estate);
-    table_close(rel, NoLock);
+    TransactionId xmin = HeapTupleHeaderGetXmin(header);  // FrozenTransactionId once frozen
+    if (TransactionIdIsNormal(xmin) && TransactionIdPrecedes(xmin, frozen_xid))
+        HeapTupleHeaderSetXminFrozen(header);
+}
+
+// Writes rows into rel's new, empty heap file with CLUSTER's writer (rewriteheap.c): each row
+// keeps its tuple header (keep_visibility); pages go to the file directly and are WAL-logged as
+// full page images, which logical decoding does not decode; a value too long for the page goes
+// to the TOAST table as CLUSTER re-toasts it (HEAP_INSERT_NO_LOGICAL: not decoded either).
+// rel's indexes are rebuilt afterwards (rebuild_used_indexes), as CLUSTER does.
+void put_back(Relation rel, const LiveRows& rows, TransactionId frozen_xid)
+{
+    RewriteState rewrite = begin_heap_rewrite(rel, rel, frozen_xid, frozen_xid, rel->rd_rel->relminmxid);
+    MemoryContext row_cxt = AllocSetContextCreate(CurrentMemoryContext, "jobbuf put back", ALLOCSET_DEFAULT_SIZES);
+    for (uint64 i = 0; i < rows.count; i++) {
+        HeapTuple kept = rows.tuples[i];
+        keep_visibility(kept->t_data, frozen_xid);
+        MemoryContext caller_cxt = MemoryContextSwitchTo(row_cxt);
+        // rewrite_heap_tuple copies the old tuple's header into the new one, which it scribbles on.
+        rewrite_heap_tuple(rewrite, kept, heap_copytuple(kept));
+        MemoryContextSwitchTo(caller_cxt);
+        MemoryContextReset(row_cxt);
+    }
+    MemoryContextDelete(row_cxt);
+    end_heap_rewrite(rewrite);
 }
 
 // One attempt, inside the worker transaction begun by the caller. The table is looked at under
@@ -245,15 +306,15 @@ Outcome try_rotation(RotatedTable& table)
     // it would see a TRUNCATE, or refuse it.
     BlockNumber blocks = RelationGetNumberOfBlocks(rel);
     table.last_blocks = blocks;
+    BlockNumber due_at = rotate_at_blocks(table);
     bool held = false;
-    if (blocks < table.rotate_at_blocks) {
+    if (blocks < due_at) {
         if (!horizon_held_back(rel))
             table.held_rotations = 0;
         else
             held = blocks >= Max(table.held_at_blocks, table.held_rotations);
     }
-    if (rel->rd_rel->relam != HEAP_TABLE_AM_OID || !table.is_pristine(rel) ||
-        (blocks < table.rotate_at_blocks && !held)) {
+    if (rel->rd_rel->relam != HEAP_TABLE_AM_OID || !table.is_pristine(rel) || (blocks < due_at && !held)) {
         table_close(rel, NoLock);
         return Outcome::NotDue;
     }
@@ -282,14 +343,17 @@ Outcome try_rotation(RotatedTable& table)
         table_close(rel, NoLock);
         return Outcome::TooLive;  // nothing changed; the lock goes at the caller's commit
     }
-    bool refills_toast = false;
-    for (uint64 i = 0; i < rows.count && !refills_toast; i++)
-        refills_toast = rows.tuples[i]->t_len > TOAST_TUPLE_THRESHOLD;
-    truncate_storage(rel, refills_toast);
-    table_close(rel, NoLock);
-    CommandCounterIncrement();
-    put_back(relid, rows);
+    TransactionId frozen_xid = freeze_cutoff(rel);
+    give_new_heap_file(rel);
+    set_frozen_xid(rel, frozen_xid);
+    put_back(rel, rows, frozen_xid);
     MemoryContextDelete(rows_cxt);
+    CommandCounterIncrement();
+    rebuild_used_indexes(rel);
+    // The statistics as after a TRUNCATE and the inserts of the rows put back: no dead rows.
+    pgstat_count_truncate(rel);
+    pgstat_count_heap_insert(rel, static_cast<PgStat_Counter>(rows.count));
+    table_close(rel, NoLock);
     return Outcome::Rotated;
 }
 
@@ -321,9 +385,10 @@ Outcome attempt_rotation(RotatedTable& table)
         AbortCurrentTransaction();
         pgstat_report_activity(STATE_IDLE, nullptr);
         if (!table.lock_timeout_logged)
-            ereport(LOG, (errmsg("jobbuf: storage rotation of jobbuf.%s gave up waiting for a lock (%s); it tries again "
-                                 "later",
-                                 table.name, error->message)));
+            ereport(LOG,
+                    (errmsg("jobbuf: storage rotation of jobbuf.%s gave up waiting for a lock (%s); it tries again "
+                            "later",
+                            table.name, error->message)));
         table.lock_timeout_logged = true;
         FreeErrorData(error);
         outcome = Outcome::LockBusy;
@@ -350,7 +415,7 @@ void rotate_storage_if_due(void)
                 table.lock_retry_ms = Min(table.lock_retry_ms * 2, kRetryMaxMs);
                 break;
             case Outcome::TooLive:
-                wait_ms = table.last_blocks >= table.rotate_at_blocks ? kTooLiveRetryMs : kTooLiveSmallRetryMs;
+                wait_ms = table.last_blocks >= rotate_at_blocks(table) ? kTooLiveRetryMs : kTooLiveSmallRetryMs;
                 break;
             case Outcome::Rotated:
                 table.held_rotations++;

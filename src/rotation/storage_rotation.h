@@ -4,10 +4,11 @@
 // delivered meanwhile. Rotation reclaims them without vacuum: when the table's file has grown
 // past a threshold and is mostly dead rows, the worker takes jobbuf.jobs' ACCESS EXCLUSIVE lock
 // without waiting for it, copies the rows still alive (waiting, scheduled, claimed, held, in
-// backoff: every column as it is), empties the table as TRUNCATE does (new, empty files:
-// storage_truncation.h) and puts the live rows back frozen, with their ids, in the same
-// transaction. jobbuf.queue_stats, whose
-// counters row the worker updates in every batch, is rotated the same way. See docs/storage.md.
+// backoff: every column as it is), gives the table a new file (storage_truncation.h) and writes
+// the live rows into it with their ids and tuple headers, as CLUSTER's rewrite does, in the same
+// transaction: a snapshot never sees a job committed after it was taken, and logical decoding
+// sees nothing. jobbuf.queue_stats, whose counters row the worker updates in every batch, is
+// rotated the same way. See docs/storage.md.
 #pragma once
 #include "pg_includes.h"
 

@@ -1,17 +1,14 @@
-// Postgres regime: the TRUNCATE step of a storage rotation (see storage_truncation.h).
+// Postgres regime: the storage steps of a storage rotation (see storage_truncation.h).
 #include "pg_includes.h"
 
 #include "pg_compat.h"
 #include "rotation/storage_truncation.h"
 
 extern "C" {
-#include "access/heapam_xlog.h"
 #include "access/table.h"
-#include "access/xloginsert.h"
 #include "catalog/catalog.h"
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
-#include "pgstat.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/predicate.h"
@@ -31,10 +28,10 @@ bool index_never_used(Oid index_oid)
     return never_used;
 }
 
-// New, empty files for rel's indexes, except those that never had an entry. Like TRUNCATE
-// (reindex_relation), an invalid index of a TOAST table is left alone: REINDEX refuses it (one
-// is left behind by a REINDEX CONCURRENTLY that was cancelled), and nothing reads it.
-void rebuild_used_indexes(Relation rel, bool is_toast)
+// New files for rel's indexes, built from rel's heap, except those that never had an entry. Like
+// TRUNCATE (reindex_relation), an invalid index of a TOAST table is left alone: REINDEX refuses
+// it (one is left behind by a REINDEX CONCURRENTLY that was cancelled), and nothing reads it.
+void rebuild_indexes(Relation rel, bool is_toast)
 {
     List* indexes = RelationGetIndexList(rel);
     ListCell* cell;
@@ -64,21 +61,6 @@ bool lock_indexes_without_waiting(Relation rel)
     return all;
 }
 
-// The record ExecuteTruncateGuts writes for logical decoding.
-void log_truncate_for_decoding(Relation rel)
-{
-    xl_heap_truncate record = {};
-    record.dbId = MyDatabaseId;
-    record.nrelids = 1;
-    record.flags = 0;
-    Oid relid = RelationGetRelid(rel);
-    XLogBeginInsert();
-    XLogRegisterData(reinterpret_cast<char*>(&record), SizeOfHeapTruncate);
-    XLogRegisterData(reinterpret_cast<char*>(&relid), sizeof(Oid));
-    XLogSetRecordFlags(XLOG_INCLUDE_ORIGIN);
-    XLogInsert(RM_HEAP_ID, XLOG_HEAP_TRUNCATE);
-}
-
 }  // namespace
 
 bool lock_storage_without_waiting(Relation rel)
@@ -96,21 +78,26 @@ bool lock_storage_without_waiting(Relation rel)
     return lock_indexes_without_waiting(rel);
 }
 
-void truncate_storage(Relation rel, bool refills_toast)
+void give_new_heap_file(Relation rel)
 {
-    CheckTableForSerializableConflictIn(rel);
+    // cluster_rel's first step: a serializable reader's lock on a row or page of the old file
+    // would name another row, or none, in the new one; held on the relation, it still conflicts
+    // with the writes that follow. (TRUNCATE's CheckTableForSerializableConflictIn instead treats
+    // the truncating transaction as a writer of every row: a rotation writes none.)
+    TransferPredicateLocksToHeapRelation(rel);
     jobbuf_set_new_relfilenumber(rel);
     Oid toast_oid = rel->rd_rel->reltoastrelid;
     if (OidIsValid(toast_oid)) {
         Relation toast = table_open(toast_oid, NoLock);  // locked by lock_storage_without_waiting
-        if (refills_toast || RelationGetNumberOfBlocks(toast) > 0) {
+        if (RelationGetNumberOfBlocks(toast) > 0) {
             jobbuf_set_new_relfilenumber(toast);
-            rebuild_used_indexes(toast, true);
+            rebuild_indexes(toast, true);
         }
         table_close(toast, NoLock);
     }
-    rebuild_used_indexes(rel, false);
-    pgstat_count_truncate(rel);
-    if (RelationIsLogicallyLogged(rel))
-        log_truncate_for_decoding(rel);
+}
+
+void rebuild_used_indexes(Relation rel)
+{
+    rebuild_indexes(rel, false);
 }

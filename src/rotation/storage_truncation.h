@@ -1,10 +1,10 @@
-// Postgres regime: the TRUNCATE step of a storage rotation (storage_rotation.cpp), done the way
-// TRUNCATE does it but without rebuilding what holds nothing. Every relation that gets a new
-// file writes a pg_class row version; under the held snapshot that rotation exists for, none of
-// those versions can be removed, and each later catalog update or lookup of that relation walks
-// all of them. jobbuf.jobs has seven indexes and a TOAST table, and most deployments use three
-// of those ten relations (no claims, partitions, unique keys or large payloads): the others
-// keep their files.
+// Postgres regime: the storage steps of a storage rotation (storage_rotation.cpp), done the way
+// CLUSTER's rewrite does them (cluster.c, rewriteheap.c) but without rebuilding what holds
+// nothing. Every relation that gets a new file writes a pg_class row version; under the held
+// snapshot that rotation exists for, none of those versions can be removed, and each later
+// catalog update or lookup of that relation walks all of them. jobbuf.jobs has seven indexes and
+// a TOAST table, and most deployments use three of those ten relations (no claims, partitions,
+// unique keys or large payloads): the others keep their files.
 #pragma once
 #include "pg_includes.h"
 
@@ -19,13 +19,16 @@ extern "C" {
 // anything, and the end of its transaction releases those taken.
 bool lock_storage_without_waiting(Relation rel);
 
-// Empties rel, a plain table on which the caller holds ACCESS EXCLUSIVE, as on everything
-// lock_storage_without_waiting locks, inside the caller's transaction: the table gets a new file, as do its TOAST table and each index, except a TOAST
-// table that has never stored anything and a B-tree index that has never had an entry (its file
-// is its metapage alone: it names no row of the old file). refills_toast: a row the caller puts
-// back is long enough for the TOAST table (TOAST_TUPLE_THRESHOLD), which then gets a new file
-// even when empty: rows are put back frozen, which is safe only in a file this transaction made.
-// Like TRUNCATE it checks serializable readers, resets the table's row counts in the statistics
-// and, with wal_level = logical, writes the TRUNCATE record that logical decoding turns into the
-// subscribers' TRUNCATE.
-void truncate_storage(Relation rel, bool refills_toast);
+// Gives rel, a plain table on which the caller holds ACCESS EXCLUSIVE, as on everything
+// lock_storage_without_waiting locks, a new, empty heap file inside the caller's transaction, the
+// old one dropped at commit; so does its TOAST table (its indexes rebuilt empty) unless it has
+// never stored anything. rel's indexes keep their files until rebuild_used_indexes. First, as
+// CLUSTER does, the SIREAD locks of serializable transactions on rel's rows and pages move to the
+// relation: they named places in the old file. Nothing of this is decoded by logical decoding
+// (no TRUNCATE record: a rotation replicates as nothing).
+void give_new_heap_file(Relation rel);
+
+// Rebuilds each index of rel from rel's heap into a new file (reindex_index, which also moves the
+// index's SIREAD locks to the relation), except a B-tree that has never had an entry: its file is
+// its metapage alone, so no row of the table belongs in it.
+void rebuild_used_indexes(Relation rel);

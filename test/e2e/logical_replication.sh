@@ -25,7 +25,9 @@
 # Then the blue/green cutover: jobbuf.enabled = off on the publisher, jobs staged there, catch-up,
 # DROP SUBSCRIPTION, jobbuf_release_restored() on the subscriber: it moves jobbuf.jobs_id_seq past
 # every id it holds (a job staged there gets a new id) and its worker delivers the released jobs.
-# Storage rotation is not forced here (it needs a held horizon).
+# Storage rotation is forced (jobbuf.rotation_min_size = 1 page on the publisher): in each round
+# 1,000 more list jobs are delivered and the publisher's worker rotates jobbuf.jobs, which
+# replicates as nothing (the checks above hold through it).
 #
 # LR_BREAK=identity (the publisher's consumer_failures without a replica identity) or
 # LR_BREAK=trigger (the subscriber's triggers dropped) removes a fix, to see this test fail.
@@ -33,7 +35,8 @@ source "$(dirname "$0")/tools/lib.sh"
 
 e2e_start "wal_level = logical
 max_worker_processes = 16
-jobbuf.poll_interval = '200ms'"
+jobbuf.poll_interval = '200ms'
+jobbuf.rotation_min_size = 1"
 start_extra_redis || exit 1
 SUB_REDIS=$EXTRA_REDIS_PORT
 sub_redis() { redis-cli -p "$SUB_REDIS" "$@"; }
@@ -146,6 +149,13 @@ SQL
   else
     fail "round $round: jobbuf.consumer_failures still holds $(jb_sql 'SELECT count(*) FROM jobbuf.consumer_failures') rows on the publisher"
   fi
+  # A rotation: 1,000 list jobs delivered leave a heap of dead rows, the live ones a few.
+  local filenode
+  filenode=$(jb_sql "SELECT pg_relation_filenode('jobbuf.jobs')")
+  jb_sql "SELECT count(jobbuf_stage('${p}_list', jsonb_build_object('bulk', n))) FROM generate_series(1, 1000) n" >/dev/null
+  expect_list_reaches "jobbuf:${p}_list" 1020 30 "round $round: ... and 1,000 more"
+  check "round $round: the publisher's worker rotates jobbuf.jobs (a new file)" \
+    jb_wait_until "[ \"\$(jb_sql \"SELECT pg_relation_filenode('jobbuf.jobs')\")\" != $filenode ]" 30
   wait_staged_quiet=$(jb_sql "SELECT count(*) FROM jobbuf.jobs")
 
   marker=$(jb_sql "INSERT INTO public.orders (note) VALUES ('after round $round') RETURNING id")
@@ -205,7 +215,7 @@ marker=$(jb_sql "INSERT INTO public.orders (note) VALUES ('cutover') RETURNING i
 jb_wait_until "[ \"\$(sub_sql \"SELECT count(*) FROM public.orders WHERE id = $marker\")\" = 1 ]" 60 \
   || fail "cutover: the subscriber did not catch up"
 expect_eq "cutover: the old primary delivered none of the 10 jobs staged after jobbuf.enabled = off" \
-  "$(jb_redis LLEN jobbuf:r3_list)" 20
+  "$(jb_redis LLEN jobbuf:r3_list)" 1020
 sub_psql -qtAX -c "SET client_min_messages = warning" -c "DROP SUBSCRIPTION sub3" >/dev/null || fail "DROP SUBSCRIPTION sub3"
 top=$(sub_sql "SELECT greatest((SELECT max(id) FROM jobbuf.jobs), (SELECT max(id) FROM jobbuf.dead), (SELECT max(id) FROM jobbuf.archive))")
 held=$(sub_sql "SELECT count(*) FROM jobbuf.jobs")
