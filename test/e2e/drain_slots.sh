@@ -36,16 +36,28 @@ delivers() {
 }
 # hold_start DATABASE NEWNAME ROLE: stops the database's worker and, before the launcher starts it
 # again, opens a transaction (tx_open) that renames the database as ROLE, which holds the lock every
-# new connection to it waits for; retried if the restarted worker connected first. Then waits
-# until the next worker waits for that lock.
+# new connection to it waits for. The launcher is stopped (SIGSTOP) meanwhile: a terminated worker
+# is restarted at once, so only a stopped launcher leaves the database without one by construction.
+# Then waits until the next worker waits for that lock.
+launcher_pid() {
+  local pid
+  pid=$(jb_sql "SELECT pid FROM pg_stat_activity WHERE backend_type = 'jobbuf launcher'")
+  [ -n "$pid" ] || pid=$(ps -o pid=,args= --ppid "$(head -n 1 "$JB_PGDATA/postmaster.pid")" | awk '/jobbuf launcher/ {print $1; exit}')
+  echo "$pid"
+}
 hold_start() {
-  local try pid
+  local try pid launcher
   for try in 1 2 3 4 5; do
+    launcher=$(launcher_pid)
+    [ -n "$launcher" ] && kill -STOP "$launcher"
     pid=$(worker_in "$1")
     [ -n "$pid" ] && jb_sql "SELECT pg_terminate_backend($pid)" >/dev/null
     jb_wait_until "[ -z \"\$(jb_sql \"SELECT pid FROM pg_stat_activity WHERE datname = '$1'\")\" ]" 10
     tx_open
-    if tx_run "BEGIN; SET ROLE $3; ALTER DATABASE $1 RENAME TO $2;" 2>/dev/null; then
+    local renamed=1
+    tx_run "BEGIN; SET ROLE $3; ALTER DATABASE $1 RENAME TO $2;" 2>/dev/null || renamed=0
+    [ -n "$launcher" ] && kill -CONT "$launcher"
+    if [ $renamed = 1 ]; then
       jb_wait_until '[ "$(waiting_starts)" -ge 1 ]' 20 || { fail "no worker waits for the lock on $1"; return 1; }
       return 0
     fi
