@@ -80,6 +80,85 @@ CREATE TRIGGER claim_locks_not_replicated BEFORE INSERT ON jobbuf.claim_locks
 ALTER TABLE jobbuf.claim_locks ENABLE ALWAYS TRIGGER claim_locks_not_replicated;
 REVOKE ALL ON FUNCTION jobbuf.skip_replicated_row() FROM PUBLIC;
 
+-- jobbuf_create_queue gains if_not_exists (src/sql/10_queues.sql). A fourth defaulted parameter
+-- beside the old function would make jobbuf_create_queue('q') ambiguous, so the old one goes, and
+-- the new one gets what the fresh install gives it: the extension owner's, SECURITY DEFINER,
+-- EXECUTE for jobbuf_admin only (90_privileges.sql). A grant someone added to the old function by
+-- hand is not carried over (made here, it would count as the extension's own, and pg_dump would
+-- leave it out): the update names each one in a WARNING, to be granted again once it is done.
+-- Anything of the user's that depends on the old function (a BEGIN ATOMIC function calling it)
+-- makes the DROP fail, and with it the update, rather than being dropped.
+DO $$
+DECLARE
+    grant_again text;
+BEGIN
+    FOR grant_again IN
+        SELECT pg_catalog.format('GRANT EXECUTE ON FUNCTION %s.jobbuf_create_queue(text, text, jsonb, boolean) TO %s%s',
+                   pg_catalog.quote_ident(n.nspname),
+                   CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                        ELSE a.grantee::pg_catalog.regrole::text END,
+                   CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END)
+        FROM pg_catalog.pg_proc p
+        JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+        CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) a
+        WHERE p.oid OPERATOR(pg_catalog.=) 'jobbuf_create_queue(text, text, jsonb)'::pg_catalog.regprocedure::pg_catalog.oid
+          AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+          AND a.grantee OPERATOR(pg_catalog.<>) 'jobbuf_admin'::pg_catalog.regrole::pg_catalog.oid
+        ORDER BY 1
+    LOOP
+        RAISE WARNING 'jobbuf: the update replaces jobbuf_create_queue, and drops a grant made on it by hand'
+            USING DETAIL = 'to grant it again once the update is done: ' || grant_again,
+                  HINT = 'grant the role jobbuf_admin instead, which the new function is granted to';
+    END LOOP;
+END $$;
+DROP FUNCTION jobbuf_create_queue(text, text, jsonb);
+CREATE FUNCTION jobbuf_create_queue(queue text, target text DEFAULT 'list', options jsonb DEFAULT '{}',
+                                    if_not_exists boolean DEFAULT false)
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    checked jsonb;
+    existing text;
+BEGIN
+    PERFORM jobbuf.checked_queue_name(queue);
+    checked := jobbuf.checked_options(target, coalesce(options, '{}'));
+    LOOP
+        INSERT INTO jobbuf.queues (name, target, options)
+        VALUES (queue, target, checked)
+        ON CONFLICT (name) DO NOTHING;
+        IF FOUND THEN
+            INSERT INTO jobbuf.queue_stats (queue) VALUES (queue);
+            RETURN;
+        END IF;
+        IF NOT coalesce(if_not_exists, false) THEN
+            RAISE EXCEPTION 'jobbuf: queue % already exists', pg_catalog.quote_literal(queue)
+                USING ERRCODE = 'duplicate_object',
+                      HINT = 'change its options with jobbuf_alter_queue, or pass if_not_exists => true to leave an existing queue as it is';
+        END IF;
+        SELECT q.target INTO existing FROM jobbuf.queues q
+        WHERE q.name OPERATOR(pg_catalog.=) jobbuf_create_queue.queue FOR KEY SHARE;
+        -- Not found: dropped since the INSERT met it (and committed); insert again.
+        EXIT WHEN FOUND;
+    END LOOP;
+    IF existing OPERATOR(pg_catalog.<>) target THEN
+        RAISE EXCEPTION 'jobbuf: queue % already exists with target %, not %',
+            pg_catalog.quote_literal(queue), existing, target
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'a queue keeps its target: create the new one under another name, or drop this one (jobbuf_drop_queue) and create it again';
+    END IF;
+    RAISE NOTICE 'jobbuf: queue % already exists with target %, left as it is', pg_catalog.quote_literal(queue), existing
+        USING DETAIL = 'if_not_exists neither compares nor changes its options',
+              HINT = 'change its options with jobbuf_alter_queue';
+END $$;
+DO $$
+BEGIN
+    EXECUTE pg_catalog.format('ALTER FUNCTION jobbuf_create_queue(text, text, jsonb, boolean) OWNER TO %s',
+        (SELECT e.extowner::pg_catalog.regrole::text FROM pg_catalog.pg_extension e
+         WHERE e.extname OPERATOR(pg_catalog.=) 'jobbuf'));
+END $$;
+REVOKE ALL ON FUNCTION jobbuf_create_queue(text, text, jsonb, boolean) FROM PUBLIC;
+ALTER FUNCTION jobbuf_create_queue(text, text, jsonb, boolean) SECURITY DEFINER;
+GRANT EXECUTE ON FUNCTION jobbuf_create_queue(text, text, jsonb, boolean) TO jobbuf_admin;
+
 -- Keep this statement last.
 -- Wakes the drain worker when this update commits: a worker running the 1.3 library against 1.2
 -- SQL waits for this update, and a statement on jobbuf.queues (its trigger) is what tells it.

@@ -168,19 +168,49 @@ BEGIN
     RETURN jobbuf.known_queue(queue);
 END $$;
 
-CREATE FUNCTION jobbuf_create_queue(queue text, target text DEFAULT 'list', options jsonb DEFAULT '{}')
+-- if_not_exists makes a migration that creates its queues safe to run twice: a queue that exists
+-- with the same target is left as it is (its options are neither compared nor changed: that is
+-- jobbuf_alter_queue's job), and a NOTICE says so; one with another target is an error that names
+-- both. The arguments are checked either way, so a mistake shows on a database that has the queue
+-- as it does on one that does not. The existing row is held FOR KEY SHARE, as a row this
+-- transaction created would be: the queue is not dropped under the caller before it commits.
+-- (SECURITY DEFINER through 90_privileges.sql: everything is schema-qualified.)
+CREATE FUNCTION jobbuf_create_queue(queue text, target text DEFAULT 'list', options jsonb DEFAULT '{}',
+                                    if_not_exists boolean DEFAULT false)
 RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    checked jsonb;
+    existing text;
 BEGIN
     PERFORM jobbuf.checked_queue_name(queue);
-    INSERT INTO jobbuf.queues (name, target, options)
-    VALUES (queue, target, jobbuf.checked_options(target, coalesce(options, '{}')))
-    ON CONFLICT (name) DO NOTHING;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'jobbuf: queue % already exists', quote_literal(queue)
+    checked := jobbuf.checked_options(target, coalesce(options, '{}'));
+    LOOP
+        INSERT INTO jobbuf.queues (name, target, options)
+        VALUES (queue, target, checked)
+        ON CONFLICT (name) DO NOTHING;
+        IF FOUND THEN
+            INSERT INTO jobbuf.queue_stats (queue) VALUES (queue);
+            RETURN;
+        END IF;
+        IF NOT coalesce(if_not_exists, false) THEN
+            RAISE EXCEPTION 'jobbuf: queue % already exists', pg_catalog.quote_literal(queue)
+                USING ERRCODE = 'duplicate_object',
+                      HINT = 'change its options with jobbuf_alter_queue, or pass if_not_exists => true to leave an existing queue as it is';
+        END IF;
+        SELECT q.target INTO existing FROM jobbuf.queues q
+        WHERE q.name OPERATOR(pg_catalog.=) jobbuf_create_queue.queue FOR KEY SHARE;
+        -- Not found: dropped since the INSERT met it (and committed); insert again.
+        EXIT WHEN FOUND;
+    END LOOP;
+    IF existing OPERATOR(pg_catalog.<>) target THEN
+        RAISE EXCEPTION 'jobbuf: queue % already exists with target %, not %',
+            pg_catalog.quote_literal(queue), existing, target
             USING ERRCODE = 'duplicate_object',
-                  HINT = 'change its options with jobbuf_alter_queue';
+                  HINT = 'a queue keeps its target: create the new one under another name, or drop this one (jobbuf_drop_queue) and create it again';
     END IF;
-    INSERT INTO jobbuf.queue_stats (queue) VALUES (queue);
+    RAISE NOTICE 'jobbuf: queue % already exists with target %, left as it is', pg_catalog.quote_literal(queue), existing
+        USING DETAIL = 'if_not_exists neither compares nor changes its options',
+              HINT = 'change its options with jobbuf_alter_queue';
 END $$;
 
 -- Checks one job of a queue that switches from delivery 'group' to 'each' against its target, as

@@ -1,5 +1,5 @@
--- Queue lifecycle: create (every target, every option kind), duplicate, alter (merge, null
--- removes, validated), drop (refused while jobs remain, force), pause / resume.
+-- Queue lifecycle: create (every target, every option kind), duplicate, if_not_exists, alter
+-- (merge, null removes, validated), drop (refused while jobs remain, force), pause / resume.
 -- No worker drains this database's queues here; jobs are staged only on paused or 'none' queues.
 \set SHOW_CONTEXT never
 -- Each file starts from a fresh installation, so that the files do not depend on each other.
@@ -44,6 +44,35 @@ SELECT queue, delivered_total, failed_total, last_error, last_delivery_at FROM j
 -- A duplicate is refused and changes nothing.
 SELECT jobbuf_create_queue('q_list', 'stream');
 SELECT target FROM jobbuf.queues WHERE name = 'q_list';
+
+-- if_not_exists (a migration that creates its queues, run twice): the same target leaves the
+-- queue as it is, with a NOTICE (its options are neither compared nor merged); another target
+-- is an error naming both; the arguments are checked either way; false and NULL are the default.
+-- One function: jobbuf_create_queue('q') above was not ambiguous.
+SELECT count(*) FROM pg_proc WHERE proname = 'jobbuf_create_queue';
+SELECT jobbuf_create_queue('q_list_opts', 'list', '{"batch_size": 7}', true);
+SELECT jobbuf_create_queue('q_list_opts', if_not_exists => true);
+SELECT options FROM jobbuf.queues WHERE name = 'q_list_opts';
+SELECT jobbuf_create_queue('q_list_opts', 'stream', '{"key": "events"}', if_not_exists => true);
+SELECT jobbuf_create_queue('q_list_opts', 'list', '{"colour": "red"}', if_not_exists => true);
+SELECT jobbuf_create_queue('q_list_opts', 'list', if_not_exists => false);
+SELECT jobbuf_create_queue('q_list_opts', 'list', '{}', NULL);
+SELECT name, target, options FROM jobbuf.queues WHERE name = 'q_list_opts';
+-- A queue that does not exist is created, with its statistics row.
+BEGIN;
+SELECT jobbuf_create_queue('q_migrated', 'sidekiq', '{"sidekiq_queue": "mail"}', if_not_exists => true);
+SELECT jobbuf_create_queue('q_migrated', 'sidekiq', '{"sidekiq_queue": "other"}', if_not_exists => true);
+COMMIT;
+SELECT q.name, q.target, q.options, s.queue IS NOT NULL AS has_stats
+FROM jobbuf.queues q LEFT JOIN jobbuf.queue_stats s ON s.queue = q.name WHERE q.name = 'q_migrated';
+-- The error is raised in the caller's transaction, which it aborts.
+BEGIN;
+SELECT jobbuf_pause('q_migrated');
+SELECT jobbuf_create_queue('q_migrated', 'celery', if_not_exists => true);
+SELECT 1;
+ROLLBACK;
+SELECT name, target, paused FROM jobbuf.queues WHERE name = 'q_migrated';
+SELECT jobbuf_drop_queue('q_migrated');
 
 -- Alter: options are merged; a JSON null removes an option; the result is validated as a whole.
 SELECT jobbuf_alter_queue('q_list_opts', '{"batch_size": 10, "min_batch": 2}');
