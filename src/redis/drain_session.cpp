@@ -91,6 +91,7 @@ SessionReport drain_session_configure(DrainSession* session, const SessionSettin
         session->timeout_ms = settings.timeout_ms;
         session->client_name = settings.client_name;
         session->min_replicas = settings.min_replicas;
+        session->cluster.client_name = session->client_name;  // the links opened from now on carry it
         std::string effective = std::string(settings.redis_url) + '\n' + (settings.password ? settings.password : "") +
                                 '\n' + (settings.sentinel_password ? settings.sentinel_password : "") + '\n' +
                                 std::to_string(settings.tls_verify) + '\n' + settings.tls_ca_file + '\n' +

@@ -13,11 +13,17 @@
 // reconnected first took it); the holder, which retries at least every half lifetime while it
 // holds the lease (drain_worker.cpp), refreshes it first after the outage. A stopped holder keeps a
 // successor waiting one lifetime of Redis being reachable.
+// On a Redis Cluster the lease key lives in its own hash slot (CRC16 of the key), on the master
+// that serves it (the round trip follows MOVED and ASK, cluster/cluster_links.h). Connecting asks
+// for the slot map and takes the lease over links not yet fenced, and fences them only once the
+// lease is taken (cluster_session.cpp); a cluster that finds it held forgets every link and the
+// map, so it is not connected and has fenced, read and pushed nothing on any node.
 #include "redis/regime.h"
 
 #include <chrono>
 #include <string>
 
+#include "redis/cluster/slot_hash.h"
 #include "redis/session_state.h"
 
 namespace jobbuf::redis {
@@ -81,14 +87,19 @@ long lease_lifetime_ms(const DrainSession* session)
 SessionReport take_lease(DrainSession* session, IoWaiter& waiter, bool* taken)
 {
     *taken = false;
-    // Not on a Redis Cluster yet (docs/cluster.md, limits): its connections are per node.
-    if (session->lease_key.empty() || session->is_cluster())
+    if (session->lease_key.empty())
         return {};
+    // On a cluster, only over links opened by cluster_connect: a round trip without a slot map
+    // would open fenced links before the lease is known to be this cluster's.
+    if (session->is_cluster() && !session->cluster.map.known())
+        return report_of(SessionReport::Status::Unavailable,
+                         "taking the delivery lease: not connected to the Redis Cluster");
     Clock::time_point now = Clock::now();
     CommandPipeline pipeline;
     pipeline.add({"EVAL", kTakeLease, "1", session->lease_key, session->lease_value, lapsed_value(session, now)});
     std::vector<RedisReply> replies;
-    RedisStatus status = session->connection.execute(pipeline, &replies, session->timeout_ms, waiter);
+    int hash_slot = session->is_cluster() ? key_slot(session->lease_key) : -1;
+    RedisStatus status = session_round_trip(session, hash_slot, pipeline, &replies, session->timeout_ms, waiter);
     if (!status.ok())
         return report_failure(status, "taking the delivery lease");
     const RedisReply& reply = replies.at(0);
@@ -113,7 +124,10 @@ SessionReport take_lease(DrainSession* session, IoWaiter& waiter, bool* taken)
         return {};
     }
     observe(session, reply.elements[1].str, now);
-    session->connection.close();  // nothing more on this connection: no fence, no marker, no push
+    // Nothing more on this connection, or on any link to a cluster's nodes (not connected any
+    // more): no fence, no marker, no push.
+    session->connection.close();
+    session->cluster.forget();
     return report_of(
         SessionReport::Status::Held,
         "another PostgreSQL cluster with this database's jobbuf installation identity delivers its jobs to "
@@ -132,9 +146,11 @@ bool drain_session_set_lease(DrainSession* session, const char* lease_key, const
         session->lease_key = lease_key;
         session->lease_value = lease_value;
         session->connection.close();  // the next connection takes the new lease first
+        session->cluster.forget();
         return true;
     } catch (...) {
         session->connection.close();
+        session->cluster.forget();
         return true;
     }
 }
@@ -146,6 +162,7 @@ SessionReport drain_session_keep_lease(DrainSession* session, IoWaiter& waiter) 
         return take_lease(session, waiter, &taken);
     } catch (...) {
         session->connection.close();
+        session->cluster.forget();
         return out_of_memory();
     }
 }

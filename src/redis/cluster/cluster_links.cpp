@@ -46,6 +46,9 @@ RedisStatus ask_slot_map(RedisConnection& link, bool tls, long timeout_ms, IoWai
     if (!st.ok())
         return st;
     std::string error;
+    if (replies.at(0).is_error() && replies[0].str.rfind("NOAUTH", 0) == 0)
+        return RedisStatus::failure(Code::AuthFailed,
+                                    "requires a password (" + replies[0].str + "): set jobbuf.redis_password_file");
     if (!replies.at(0).is_error()) {
         if (parse_cluster_shards(replies[0], tls, map, &error))
             return st;
@@ -75,6 +78,7 @@ void ClusterLinks::forget() noexcept
 {
     links.clear();
     map = SlotMap();
+    fence_new_links = true;
 }
 
 RedisStatus node_link(ClusterLinks& cluster, const HostPort& at, long timeout_ms, IoWaiter& waiter,
@@ -92,7 +96,7 @@ RedisStatus node_link(ClusterLinks& cluster, const HostPort& at, long timeout_ms
         endpoint.host = at.host;
         endpoint.port = at.port;
         RedisStatus st = slot->connect(endpoint, timeout_ms, waiter);
-        if (st.ok()) {
+        if (st.ok() && cluster.fence_new_links) {
             std::string warning;
             st = fence_previous_connections(*slot, cluster.client_name, timeout_ms, waiter, &warning);
             if (!warning.empty())
@@ -107,6 +111,30 @@ RedisStatus node_link(ClusterLinks& cluster, const HostPort& at, long timeout_ms
         return st;
     } catch (...) {
         return io_failure(Code::ConnectFailed, "out of memory while connecting to a Redis Cluster node");
+    }
+}
+
+RedisStatus fence_open_links(ClusterLinks& cluster, long timeout_ms, IoWaiter& waiter) noexcept
+{
+    try {
+        cluster.fence_new_links = true;
+        for (auto& [address, link] : cluster.links) {
+            if (!link || !link->connected())
+                continue;
+            std::string warning;
+            RedisStatus st = fence_previous_connections(*link, cluster.client_name, timeout_ms, waiter, &warning);
+            if (!warning.empty())
+                cluster.fencing_warning = warning;
+            if (!st.ok()) {
+                st.message = "Redis Cluster node " + address + ": " + st.message;
+                cluster.forget();
+                return st;
+            }
+        }
+        return RedisStatus::success();
+    } catch (...) {
+        cluster.forget();
+        return io_failure(Code::ConnectFailed, "out of memory while fencing Redis Cluster links");
     }
 }
 
@@ -140,6 +168,8 @@ RedisStatus refresh_slot_map(ClusterLinks& cluster, long timeout_ms, IoWaiter& w
                 }
                 if (link->connected() && st.code != Code::Interrupted)
                     cluster.links.erase(address_of(at));
+                if (st.code == Code::AuthFailed)  // said by the fence once links are fenced
+                    st.message = "Redis Cluster node " + address_of(at) + ": " + st.message;
             }
             if (st.code == Code::Interrupted || st.code == Code::AuthFailed)
                 return st;

@@ -1,5 +1,7 @@
 // Pure C++ regime: the worker's connections to a Redis Cluster: one link per node it talks to
-// (each fenced like a single server's connection, connection_fence.h), the slot map asked of the
+// (each fenced like a single server's connection, connection_fence.h, once the delivery lease is
+// taken: links opened before that, to ask for the map and take the lease, are fenced by
+// fence_open_links), the slot map asked of the
 // cluster (slot_map.h), and round trips addressed to a slot that follow the cluster's
 // redirections: MOVED (the map is asked again), ASK (ASKING, then the unit, on the importing
 // node), TRYAGAIN (a short pause, then again). A redirected unit never ran, so sending it again
@@ -22,11 +24,19 @@ struct ClusterLinks {
     std::string fencing_warning;                                    // set when a node refused the CLIENT commands
     SlotMap map;                                                    // empty until asked, and again after a failure
     std::map<std::string, std::unique_ptr<RedisConnection>> links;  // by "host:port"
+    // False while connecting, until the delivery lease is taken (session_lease.cpp): a link
+    // opened then is not fenced, so that a clone whose lease is held elsewhere kills no
+    // connection of its original. forget() sets it again.
+    bool fence_new_links = true;
 
     void close_all() noexcept;
     // Forgets the map and every link: the next round trip asks the cluster again (a failover).
     void forget() noexcept;
 };
+
+// Fences every open link (opened while fence_new_links was false) and fences the links opened
+// from now on. A failure forgets the links and the map.
+RedisStatus fence_open_links(ClusterLinks& cluster, long timeout_ms, IoWaiter& waiter) noexcept;
 
 // Asks the cluster for its slot map (CLUSTER SHARDS, CLUSTER SLOTS when that is unknown): the
 // nodes already linked first, then the nodes of the last map, then the seeds.

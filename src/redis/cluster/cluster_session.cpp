@@ -66,6 +66,7 @@ SessionReport cluster_connect(DrainSession* session, IoWaiter& waiter, bool* fre
     if (cluster.map.known())
         return {};
     cluster.fencing_warning.clear();
+    cluster.fence_new_links = false;  // no fence before the delivery lease is this cluster's
     RedisStatus status = refresh_slot_map(cluster, session->timeout_ms, waiter);
     if (!status.ok()) {
         cluster.forget();
@@ -86,8 +87,34 @@ SessionReport cluster_connect(DrainSession* session, IoWaiter& waiter, bool* fre
                              "Redis Cluster is down: slot " + std::to_string(slot) + " is served by " + node);
         }
     }
+    // The delivery lease first (session_lease.cpp): held by another cluster, every link is
+    // forgotten; taken, the links opened so far are fenced before any marker is read.
+    bool taken = false;
+    SessionReport lease = take_lease(session, waiter, &taken);
+    if (lease.status == SessionReport::Status::Unavailable) {
+        // The master that serves the lease's slot did not answer (the map may not say it failed
+        // yet): nothing can be delivered to any master before the lease is taken.
+        cluster.forget();
+        return report_of(SessionReport::Status::Unavailable,
+                         "Redis Cluster is down: the master serving slot " +
+                             std::to_string(key_slot(session->lease_key)) +
+                             " (the delivery lease's) did not answer: " + lease.message);
+    }
+    if (lease.status != SessionReport::Status::Ok) {
+        cluster.forget();
+        return lease;
+    }
+    status = fence_open_links(cluster, session->timeout_ms, waiter);
+    if (!status.ok()) {
+        auto kind = status.code == RedisStatus::Code::Interrupted ? SessionReport::Status::Interrupted
+                                                                  : SessionReport::Status::Unavailable;
+        return report_of(kind, "fencing earlier connections: " + status.message);
+    }
+    std::string warning = lease.message;  // a lease that cannot be taken at all: a warning
+    if (!cluster.fencing_warning.empty())
+        warning = warning.empty() ? cluster.fencing_warning : warning + "; " + cluster.fencing_warning;
     *fresh = true;
-    return report_of(SessionReport::Status::Ok, cluster.fencing_warning);
+    return report_of(SessionReport::Status::Ok, warning);
 }
 
 namespace {

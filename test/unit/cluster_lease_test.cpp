@@ -1,0 +1,166 @@
+// The delivery lease on a Redis Cluster (session_lease.cpp, cluster/cluster_session.cpp), against
+// a real one-node cluster: two drain sessions with one client name and one lease key (a clone
+// beside its original). The clone finds the lease held: it is not connected and has fenced
+// nothing (the original's links and a connection of that name live on); the original goes on
+// delivering and refreshing; a lease no longer refreshed lapses for the clone by the same rule as
+// on a single server.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "redis/drain_session.h"
+#include "redis/free_with.h"
+#include "test_support.h"
+
+using namespace jobbuf::redis;
+using namespace jobbuf::test;
+
+namespace {
+
+constexpr const char* kClientName = "jobbuf-unit-cluster-lease";
+constexpr const char* kLeaseKey = "jobbuf:lease:unit-cluster";
+
+using Session = std::unique_ptr<DrainSession, FreeWith<drain_session_destroy>>;
+
+class ClusterLeaseTest : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        ASSERT_TRUE(server_.start({"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port",
+                                   std::to_string(free_port())}));
+        ASSERT_TRUE(connect_url(admin_, server_.url()).ok());
+        RedisReply added = command(admin_, {"CLUSTER", "ADDSLOTSRANGE", "0", "16383"});
+        ASSERT_FALSE(added.is_error()) << added.str;
+        for (int i = 0;
+             i < 500 && command(admin_, {"CLUSTER", "INFO"}).str.find("cluster_state:ok") == std::string::npos; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        ASSERT_NE(command(admin_, {"CLUSTER", "INFO"}).str.find("cluster_state:ok"), std::string::npos);
+        url_ = "redis+cluster://127.0.0.1:" + std::to_string(server_.port());
+    }
+
+    Session session(const char* lease_value, long timeout_ms = 2000)
+    {
+        Session s{drain_session_create()};
+        SessionSettings settings;
+        settings.redis_url = url_.c_str();
+        settings.timeout_ms = timeout_ms;
+        settings.client_name = kClientName;
+        EXPECT_EQ(drain_session_configure(s.get(), settings).status, SessionReport::Status::Ok);
+        drain_session_set_marker_key(s.get(), "jobbuf:unit:cluster-lease:marker");
+        drain_session_set_lease(s.get(), kLeaseKey, lease_value);
+        return s;
+    }
+
+    SessionReport connect(DrainSession* s, bool* fresh) { return drain_session_connect(s, waiter_, fresh); }
+
+    SessionReport deliver(DrainSession* s, std::int64_t id)
+    {
+        payload_ = "{\"n\":" + std::to_string(id) + "}";
+        StagedJob job;
+        job.id = id;
+        job.payload = payload_;
+        auto target = make_target("list", {{"key", "{unit}:jobs"}});
+        JobResult result{};
+        char reject[kMessageLen];
+        return drain_session_deliver(s, waiter_, target.get(), &job, 1, 0, &result, reject, sizeof reject);
+    }
+
+    // The ids of the clients named kClientName, as CLIENT LIST shows them.
+    std::vector<std::string> named_clients()
+    {
+        std::vector<std::string> ids;
+        std::string list = command(admin_, {"CLIENT", "LIST"}).str;
+        std::size_t at = 0;
+        while (at < list.size()) {
+            std::size_t end = list.find('\n', at);
+            std::string line = list.substr(at, end == std::string::npos ? std::string::npos : end - at);
+            if (line.find(" name=" + std::string(kClientName) + " ") != std::string::npos)
+                ids.push_back(line.substr(0, line.find(' ')));
+            at = end == std::string::npos ? list.size() : end + 1;
+        }
+        return ids;
+    }
+
+    RedisServer server_;
+    RedisConnection admin_;
+    PollWaiter waiter_;
+    std::string url_;
+    std::string payload_;
+};
+
+TEST_F(ClusterLeaseTest, CloneFindsTheLeaseHeldAndFencesNothing)
+{
+    Session original = session("original");
+    bool fresh = false;
+    SessionReport report = connect(original.get(), &fresh);
+    ASSERT_EQ(report.status, SessionReport::Status::Ok) << report.message;
+    EXPECT_TRUE(fresh);
+    EXPECT_EQ(command(admin_, {"GET", kLeaseKey}).str, "original#1");
+    ASSERT_EQ(deliver(original.get(), 1).status, SessionReport::Status::Ok);
+    std::vector<std::string> before = named_clients();
+    ASSERT_FALSE(before.empty()) << "the original's links are fenced (named) once it holds the lease";
+
+    // A connection of this name that the original did not open (a stale one): the clone must not
+    // kill it either.
+    RedisConnection stale;
+    ASSERT_TRUE(connect_url(stale, server_.url()).ok());
+    ASSERT_FALSE(command(stale, {"CLIENT", "SETNAME", kClientName}).is_error());
+
+    Session clone = session("clone");
+    fresh = false;
+    report = connect(clone.get(), &fresh);
+    EXPECT_EQ(report.status, SessionReport::Status::Held) << report.message;
+    EXPECT_FALSE(fresh);
+    EXPECT_FALSE(drain_session_connected(clone.get())) << "a clone that finds the lease held keeps no link";
+    EXPECT_NE(std::string(report.message).find("(original)"), std::string::npos) << report.message;
+    EXPECT_EQ(command(admin_, {"GET", kLeaseKey}).str, "original#1");
+
+    std::vector<std::string> after = named_clients();
+    for (const std::string& id : before)
+        EXPECT_NE(std::find(after.begin(), after.end(), id), after.end()) << "the clone fenced the original's " << id;
+    EXPECT_EQ(command(stale, {"PING"}).str, "PONG") << "the clone fenced a connection of its name";
+    EXPECT_EQ(after.size(), before.size() + 1) << "the clone left a named link";
+
+    // Its keep_lease, not connected, opens no link either.
+    EXPECT_NE(drain_session_keep_lease(clone.get(), waiter_).status, SessionReport::Status::Ok);
+    EXPECT_EQ(named_clients().size(), after.size());
+
+    // The original goes on: its links live, it delivers and refreshes.
+    EXPECT_TRUE(drain_session_connected(original.get()));
+    EXPECT_EQ(deliver(original.get(), 2).status, SessionReport::Status::Ok);
+    EXPECT_EQ(drain_session_keep_lease(original.get(), waiter_).status, SessionReport::Status::Ok);
+    EXPECT_EQ(command(admin_, {"GET", kLeaseKey}).str, "original#2");
+    EXPECT_EQ(command(admin_, {"LLEN", "{unit}:jobs"}).integer, 2);
+}
+
+TEST_F(ClusterLeaseTest, LeaseOfAStoppedHolderLapsesAfterItsLifetime)
+{
+    const long timeout_ms = 150;  // lifetime 300 ms
+    {
+        Session original = session("original", timeout_ms);
+        bool fresh = false;
+        ASSERT_EQ(connect(original.get(), &fresh).status, SessionReport::Status::Ok);
+    }
+    Session clone = session("clone", timeout_ms);
+    auto since = std::chrono::steady_clock::now();
+    SessionReport report;
+    bool fresh = false;
+    for (int i = 0; i < 100; ++i) {
+        report = connect(clone.get(), &fresh);
+        if (report.status != SessionReport::Status::Held)
+            break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms / 4));
+    }
+    ASSERT_EQ(report.status, SessionReport::Status::Ok) << report.message;
+    EXPECT_TRUE(fresh);
+    EXPECT_GE(elapsed_ms(since), 2 * timeout_ms) << "taken over before the lease's lifetime";
+    EXPECT_EQ(command(admin_, {"GET", kLeaseKey}).str, "clone#1");
+    EXPECT_EQ(deliver(clone.get(), 1).status, SessionReport::Status::Ok);
+}
+
+}  // namespace
