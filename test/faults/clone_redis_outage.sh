@@ -16,13 +16,7 @@ jb_sql "SELECT jobbuf_stage('twin', '{\"side\": \"original\", \"n\": 0}')" >/dev
 jb_wait_until '[ "$(jb_redis LLEN "$KEY")" = 1 ]' 10 || fail "the original delivers job 0"
 wait_staged 0 || fail "the original's worker did not commit job 0"
 
-CLONE=$JB_RUN/clone
-clone_sql() { psql -X -qtAX -v ON_ERROR_STOP=1 -h "$JB_RUN" -p "$CLONE_PORT" -U postgres -d "$JB_DB" -c "$1"; }
-on_exit "[ -f '$CLONE/postmaster.pid' ] && jb_as_postgres '$JB_PGBIN/pg_ctl' -D '$CLONE' -m immediate stop"
-jb_as_postgres "$JB_PGBIN/pg_basebackup" -h 127.0.0.1 -p "$JB_PGPORT" -U postgres -D "$CLONE" -X stream -c fast \
-  >"$JB_RUN/basebackup.log" 2>&1 || { fail "pg_basebackup of the running original"; faults_done; }
-jb_on_free_port CLONE_PORT jb_pg_start "$CLONE" "$JB_RUN/clone.log" ||
-  { fail "the clone starts"; tail -n 20 "$JB_RUN/clone.log"; faults_done; }
+start_clone
 check "the clone finds the lease held and says so" \
   jb_wait_until "grep -q 'WARNING: .*another PostgreSQL cluster with this database.s jobbuf installation identity' '$JB_RUN/clone.log'" 30
 lease=$(jb_redis --scan --pattern 'jobbuf:lease:*' | head -n 1)

@@ -16,17 +16,8 @@ jb_sql "SELECT jobbuf_stage('twin', '{\"side\": \"original\", \"n\": 0}')" >/dev
 jb_wait_until '[ "$(jb_redis LLEN "$KEY")" = 1 ]' 10
 wait_staged 0 || fail "the original's worker did not commit job 0"
 
-CLONE=$JB_RUN/clone
-clone_ctl() { jb_as_postgres "$JB_PGBIN/pg_ctl" -D "$CLONE" -l "$JB_RUN/clone.log" -w -t 60 "$@" >/dev/null; }
-clone_sql() { psql -X -qtAX -v ON_ERROR_STOP=1 -h "$JB_RUN" -p "$CLONE_PORT" -U postgres -d "$JB_DB" -c "$1"; }
-on_exit "[ -f '$CLONE/postmaster.pid' ] && jb_as_postgres '$JB_PGBIN/pg_ctl' -D '$CLONE' -m immediate stop"
-if ! jb_as_postgres "$JB_PGBIN/pg_basebackup" -h 127.0.0.1 -p "$JB_PGPORT" -U postgres -D "$CLONE" -X stream -c fast \
-    >"$JB_RUN/basebackup.log" 2>&1; then
-  fail "pg_basebackup of the running original"; cat "$JB_RUN/basebackup.log"; faults_done
-fi
 mark=$(log_mark)
-jb_on_free_port CLONE_PORT jb_pg_start "$CLONE" "$JB_RUN/clone.log" ||
-  { fail "the clone starts"; tail -n 20 "$JB_RUN/clone.log"; faults_done; }
+start_clone
 expect_eq "the clone is a primary with the original's identity and Redis" \
   "$(clone_sql "SELECT pg_is_in_recovery() || ' ' || jobbuf.installation_id()") $(clone_sql "SHOW jobbuf.redis_url")" \
   "false $(jb_sql "SELECT jobbuf.installation_id()") $(jb_sql "SHOW jobbuf.redis_url")"

@@ -69,6 +69,22 @@ faults_start_postgres() {
   fi
 }
 
+# start_clone: a pg_basebackup of the running original in $JB_RUN/clone (CLONE), started beside it
+# as a second primary with the copied postgresql.conf on a free port (CLONE_PORT), stopped on exit;
+# a failure ends the script. clone_sql QUERY and clone_ctl PG_CTL-ARGS... reach it.
+start_clone() {
+  CLONE=$JB_RUN/clone
+  on_exit "[ -f '$CLONE/postmaster.pid' ] && jb_as_postgres '$JB_PGBIN/pg_ctl' -D '$CLONE' -m immediate stop"
+  if ! jb_as_postgres "$JB_PGBIN/pg_basebackup" -h 127.0.0.1 -p "$JB_PGPORT" -U postgres -D "$CLONE" -X stream -c fast \
+      >"$JB_RUN/basebackup.log" 2>&1; then
+    fail "pg_basebackup of the running original"; cat "$JB_RUN/basebackup.log"; faults_done
+  fi
+  jb_on_free_port CLONE_PORT jb_pg_start "$CLONE" "$JB_RUN/clone.log" ||
+    { fail "the clone starts"; tail -n 20 "$JB_RUN/clone.log"; faults_done; }
+}
+clone_sql() { psql -X -qtAX -v ON_ERROR_STOP=1 -h "$JB_RUN" -p "$CLONE_PORT" -U postgres -d "$JB_DB" -c "$1"; }
+clone_ctl() { jb_as_postgres "$JB_PGBIN/pg_ctl" -D "$CLONE" -l "$JB_RUN/clone.log" -w -t 60 "$@" >/dev/null; }
+
 postmaster_pid() { head -n 1 "$JB_PGDATA/postmaster.pid" 2>/dev/null; }
 
 # worker_pid: the drain worker of this cluster (from jobbuf_worker_status, else from ps).
