@@ -16,7 +16,7 @@ DATA        = sql/jobbuf--1.0.sql sql/jobbuf--1.0--1.1.sql sql/jobbuf--1.1.sql s
 DATA_built  = sql/jobbuf--1.3.sql
 PGFILEDESC  = "jobbuf - transactionally staged jobs drained to Redis"
 
-# The Postgres regime's rooms (docs/architecture.md draws them); src/redis/ is the pure C++ regime.
+# The Postgres regime's rooms (docs/internals/architecture.md draws them); src/redis/ is the pure C++ regime.
 PG_ROOMS      = hooks config metadata support staging launcher drain delivery rotation census status worker
 PG_SOURCES    = $(sort $(wildcard src/*.cpp $(PG_ROOMS:%=src/%/*.cpp)))
 REDIS_SOURCES = $(sort $(wildcard src/redis/*.cpp src/redis/*/*.cpp))
@@ -57,7 +57,7 @@ demo:
 	KEEP=$(KEEP) bash scripts/demo.sh
 
 # make test: every suite on the host's PostgreSQL 15, then test/platforms.sh (17, 18, 19, Valkey 8:
-# docs/platforms.md). make test PG=15 runs the host's part only; PG=17, PG=18, PG=19 or PG=valkey8
+# docs/internals/testing.md). make test PG=15 runs the host's part only; PG=17, PG=18, PG=19 or PG=valkey8
 # every suite in that part's Debian root.
 test: deps
 ifeq ($(PG),)

@@ -14,7 +14,7 @@
 #   scripts/root.sh of-major MAJOR print the root that carries PostgreSQL MAJOR (17, 18, 19)
 #   scripts/root.sh mirror NAME    print the Debian mirror the machine's apt sources name
 #
-# Roots (the Debian release's own packages; see docs/platforms.md):
+# Roots (the Debian release's own packages; see docs/internals/testing.md):
 #   trixie     Debian 13: PostgreSQL 17, Redis 8.0, Sidekiq 7.3, ActiveJob 7.2, Celery 5.5
 #   forky      Debian testing (debootstrap's sid script): PostgreSQL 18, Valkey 9, Sidekiq 8.1,
 #              Celery 5.6

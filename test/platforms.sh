@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs jobbuf's suites on the PostgreSQL majors and Redis servers that Debian 12 does not carry,
-# each inside a Debian root made and cached by scripts/root.sh (see docs/platforms.md).
+# each inside a Debian root made and cached by scripts/root.sh (see docs/internals/testing.md).
 #   test/platforms.sh                 the part of `make test` after the host's own 15 run: the
 #                                     suites below on 17, 18 and 19, and the Valkey 8 run
 #   test/platforms.sh PART [SUITE]... one part, every suite unless suites are named (the names of
@@ -96,7 +96,7 @@ run_part() {
   major=$(bash scripts/root.sh pg "$name")
   case $part in
     valkey8) why="the Redis-facing suites only; the server's C API runs on the host's 15" ;;
-    *) why="same code paths as on 15, where they run; docs/platforms.md" ;;
+    *) why="same code paths as on 15, where they run; docs/internals/testing.md" ;;
   esac
   not_run_here "$part" "$why" "$@"
   bash scripts/root.sh copy "$name"

@@ -19,7 +19,7 @@ build_and_install() {
   make -s install >/dev/null
 }
 
-# The include graph of src/ (no two-way arrow), its rooms as docs/architecture.md draws them, then
+# The include graph of src/ (no two-way arrow), its rooms as docs/internals/architecture.md draws them, then
 # the GoogleTest tests of src/redis/.
 run_unit() {
   bash test/unit/include_graph.sh && bash test/unit/rooms.sh &&

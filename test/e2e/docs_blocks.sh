@@ -27,8 +27,9 @@ export PATH="$BIN:$PATH" PGHOST=$JB_PGHOST PGPORT=$JB_PGPORT REDIS_URL="redis://
 export NODE_PATH=$ROOT/test/consumers/node/node_modules
 
 pages=(README.md CONTRIBUTING.md)
-for f in "$ROOT"/docs/*.md; do
-  [ "$(basename "$f")" = clients.md ] || pages+=("docs/$(basename "$f")")
+for f in "$ROOT"/docs/*.md "$ROOT"/docs/internals/*.md; do
+  page=${f#"$ROOT"/}
+  [ "$page" = docs/clients.md ] || pages+=("$page")
 done
 say "pages: ${pages[*]} (docs/clients.md: test/e2e/clients_docs.sh)"
 (cd "$ROOT" && ruby test/harness/doc_blocks.rb "$ROOT" "$BLOCKS" "${pages[@]}") >"$JB_RUN/manifest.tsv" ||

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The rooms of src/ are the ones docs/architecture.md draws: every folder that holds a source file
+# The rooms of src/ are the ones docs/internals/architecture.md draws: every folder that holds a source file
 # is named in the drawing of "The folders", and every room the drawing names exists. Exits 1 and
 # names each difference; run by `test/run.sh unit`.
 set -euo pipefail
@@ -15,15 +15,15 @@ drawn=$(awk '
     if (indent == 0) { top = word; print word }
     else if (indent == 2) { mid = top "/" word; print mid }
     else { print mid "/" word }
-  }' docs/architecture.md | sort -u)
+  }' docs/internals/architecture.md | sort -u)
 actual=$(find src -name '*.cpp' -o -name '*.h' -o -name '*.sql' | xargs -n1 dirname | sort -u)
 
 status=0
 for dir in $actual; do
-  grep -qx "$dir" <<<"$drawn" || { echo "src room not drawn in docs/architecture.md: $dir/"; status=1; }
+  grep -qx "$dir" <<<"$drawn" || { echo "src room not drawn in docs/internals/architecture.md: $dir/"; status=1; }
 done
 for dir in $drawn; do
-  grep -qx "$dir" <<<"$actual" || { echo "docs/architecture.md draws a room src/ does not have: $dir/"; status=1; }
+  grep -qx "$dir" <<<"$actual" || { echo "docs/internals/architecture.md draws a room src/ does not have: $dir/"; status=1; }
 done
-[ $status = 0 ] && echo "rooms: $(wc -l <<<"$actual") folders of src/, each drawn in docs/architecture.md"
+[ $status = 0 ] && echo "rooms: $(wc -l <<<"$actual") folders of src/, each drawn in docs/internals/architecture.md"
 exit $status
