@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # make package-check: builds postgresql-<major>-jobbuf with pg_buildext (debian/) for each major,
 # in the Debian root of its release, then installs the .deb with apt into a clean root of that
-# release (a fresh debootstrap minbase copy: nothing but what apt pulls in) and checks CREATE
-# EXTENSION and one job delivered to the release's Redis (Valkey on forky).
-#   scripts/package-check.sh [15|17|18]...   (default: all three)
+# release (a fresh debootstrap minbase copy: nothing but what apt pulls in; scripts/root.sh clean)
+# and checks CREATE EXTENSION and one job delivered to the release's Redis (Valkey on forky).
+# 19 is built in the forky-pg19 root and checked in a clean forky root to which Debian experimental
+# (the same mirror) is added for PostgreSQL 19 only, as a user would add it: an apt pin gives the
+# packages of source postgresql-19 (postgresql-19, postgresql-client-19, libpq5 19) their
+# experimental versions; everything else comes from forky (experimental stays NotAutomatic).
+# Each build makes the one major it checks (PG_SUPPORTED_VERSIONS; forky's default is 18).
+#   scripts/package-check.sh [15|17|18|19]...   (default: all four)
 # The .debs are left in JOBBUF_PACKAGES (default /var/cache/jobbuf/packages). Run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,40 +16,21 @@ REPO=$PWD
 ROOTS=${JOBBUF_ROOTS:-/var/cache/jobbuf/roots}
 OUT=${JOBBUF_PACKAGES:-/var/cache/jobbuf/packages}
 majors=("$@")
-[ ${#majors[@]} -gt 0 ] || majors=(15 17 18)
+[ ${#majors[@]} -gt 0 ] || majors=(15 17 18 19)
 
-release_of() { case $1 in 15) echo bookworm ;; 17) echo trixie ;; 18) echo forky ;; *) echo "no major $1" >&2; exit 2 ;; esac; }
-build_root_of() { case $1 in 15) echo bookworm-valkey ;; 17) echo trixie ;; 18) echo forky ;; esac; }
-redis_package_of() { case $1 in 18) echo valkey-server ;; *) echo redis-server ;; esac; }
-redis_binary_of() { case $1 in 18) echo valkey-server ;; *) echo redis-server ;; esac; }
+release_of() { case $1 in 15) echo bookworm ;; 17) echo trixie ;; 18|19) echo forky ;; *) echo "no major $1" >&2; exit 2 ;; esac; }
+build_root_of() { case $1 in 15) echo bookworm-valkey ;; 17) echo trixie ;; 18) echo forky ;; 19) echo forky-pg19 ;; esac; }
+# The suite a user adds to the release's sources for the major (none: the release carries it).
+extra_suite_of() { case $1 in 19) echo experimental ;; esac; }
+redis_package_of() { case $1 in 18|19) echo valkey-server ;; *) echo redis-server ;; esac; }
+redis_binary_of() { case $1 in 18|19) echo valkey-server ;; *) echo redis-server ;; esac; }
 free_port() { ruby -rsocket -e 's = TCPServer.new("127.0.0.1", 0); puts s.addr[1]; s.close'; }
+for major in "${majors[@]}"; do release_of "$major" >/dev/null; done
 
-# clean_root RELEASE DIR: a copy of a cached debootstrap minbase of RELEASE (made once).
-clean_root() {
-  local release=$1 dir=$2 pristine=$ROOTS/clean-$1
-  if [ ! -f "$pristine/.jobbuf-clean" ]; then
-    local mirror script=$1
-    mirror=$(bash scripts/root.sh mirror "$release")
-    [ "$release" = forky ] && script=sid
-    rm -rf "$pristine"
-    echo "package-check: making a clean $release root"
-    debootstrap --variant=minbase "$release" "$pristine" "$mirror" "/usr/share/debootstrap/scripts/$script" \
-      >"$ROOTS/clean-$release.log" 2>&1 || { echo "NOT TESTED: a clean $release root cannot be made (see $ROOTS/clean-$release.log)"; return 3; }
-    echo "deb $mirror $release main" >"$pristine/etc/apt/sources.list"
-    touch "$pristine/.jobbuf-clean"
-  fi
-  rm -rf "$dir"
-  cp -a "$pristine" "$dir"
-}
-
-in_chroot() {  # DIR SCRIPT
-  local dir=$1 m rc=0
-  mount -t proc proc "$dir/proc"; mount --bind /dev "$dir/dev"; mount --bind /dev/shm "$dir/dev/shm"
-  chroot "$dir" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin HOME=/root LANG=C.UTF-8 \
-    DEBIAN_FRONTEND=noninteractive bash -ec "$2" || rc=$?
-  for m in dev/shm dev proc; do umount -l "$dir/$m"; done
-  return $rc
-}
+# The clean root being checked: removed (binds first) whatever the outcome.
+check=
+trap '[ -z "$check" ] || bash scripts/root.sh drop "$check"' EXIT
+trap 'exit 130' INT TERM HUP
 
 mkdir -p "$OUT"
 status=0
@@ -58,6 +44,7 @@ for major in "${majors[@]}"; do
   git ls-files -z | tar -C "$REPO" --null -T - -cf - | tar -C "$dir/build/pkg/jobbuf" -xf -
   if ! bash scripts/root.sh run "$build" "
       apt-get install -y -qq debhelper postgresql-server-dev-all dpkg-dev >/dev/null
+      export PG_SUPPORTED_VERSIONS=$major
       cd /build/pkg/jobbuf && pg_buildext updatecontrol >/dev/null && dpkg-buildpackage -b -us -uc >../build.log 2>&1 ||
         { tail -n 30 ../build.log; exit 1; }"; then
     echo "FAIL postgresql-$major-jobbuf does not build"; status=1; continue
@@ -66,15 +53,30 @@ for major in "${majors[@]}"; do
   cp "$deb" "$OUT/"
   echo "built $OUT/$(basename "$deb")"
 
-  check=$ROOTS/check-$release
-  clean_root "$release" "$check" || { status=1; continue; }
+  check=$ROOTS/check-$major
+  bash scripts/root.sh clean "$release" "$check" || { echo "NOT TESTED: postgresql-$major-jobbuf (no clean $release root)"; status=1; check=; continue; }
+  extra=$(extra_suite_of "$major")
+  if [ -n "$extra" ]; then
+    echo "deb $(bash scripts/root.sh mirror "$release") $extra main" >>"$check/etc/apt/sources.list"
+    printf 'Package: src:postgresql-%s\nPin: release a=%s\nPin-Priority: 500\n' "$major" "$extra" \
+      >"$check/etc/apt/preferences.d/postgresql-$major"
+  fi
   cp "$deb" "$check/tmp/"
   pgport=$(free_port); redisport=$(free_port)
-  if in_chroot "$check" "
+  if bash scripts/root.sh enter "$check" "
       apt-get -o Acquire::Check-Valid-Until=false update -qq && apt-get install -y -qq ./tmp/$(basename "$deb") $(redis_package_of "$major") >/dev/null 2>&1 </dev/null ||
         apt-get install -y ./tmp/$(basename "$deb") $(redis_package_of "$major") </dev/null
+      # What apt took from the added suite: the packages of source postgresql-$major only.
+      if [ -n '$extra' ]; then
+        from=\$(apt list --installed 2>/dev/null | grep '^[^/]*/$extra,now ' | cut -d/ -f1 | tr '\n' ' ')
+        echo \"from $extra: \$from\"
+        for p in \$from; do
+          [ \"\$(dpkg-query -W -f '\${source:Package}' \$p)\" = postgresql-$major ] || { echo \"apt took \$p from $extra\"; exit 1; }
+        done
+      fi
       # Only what this check started is stopped (the root shares the machine's process table).
       trap 'pg_ctlcluster $major check stop -m immediate 2>/dev/null; [ ! -f /tmp/redis.pid ] || kill \$(cat /tmp/redis.pid)' EXIT
+      trap 'exit 130' INT TERM HUP
       $(redis_binary_of "$major") --port $redisport --bind 127.0.0.1 --save '' --daemonize yes --logfile /tmp/redis.log \
         --pidfile /tmp/redis.pid
       pg_dropcluster --stop $major main 2>/dev/null || true
@@ -97,12 +99,13 @@ CONF
         case \$job in *hello*) break ;; esac
         sleep 0.1
       done
-      echo \"installed version: \$got; Redis got: \$job\"
+      echo \"server \$(psql -d shop -tA -c 'SHOW server_version'), jobbuf \$got; Redis got: \$job\"
       case \$job in *'\"hello\": \"$major\"'*|*'\"hello\":\"$major\"'*) ;; *) exit 1 ;; esac"; then
     echo "ok   postgresql-$major-jobbuf: apt install into a clean $release root, CREATE EXTENSION, one job delivered"
   else
     echo "FAIL postgresql-$major-jobbuf in a clean $release root"; status=1
   fi
-  rm -rf "$check"
+  bash scripts/root.sh drop "$check"
+  check=
 done
 exit $status

@@ -13,6 +13,15 @@
 #   scripts/root.sh redis NAME     print the Redis server the root carries (redis or valkey)
 #   scripts/root.sh of-major MAJOR print the root that carries PostgreSQL MAJOR (17, 18, 19)
 #   scripts/root.sh mirror NAME    print the Debian mirror the machine's apt sources name
+#   scripts/root.sh clean RELEASE DIR
+#                                  make DIR a fresh copy of a clean root of RELEASE (bookworm,
+#                                  trixie, forky): a debootstrap minbase with only the release's
+#                                  main suite in its apt sources, made once and cached in
+#                                  JOBBUF_ROOTS/clean-RELEASE (what a user's fresh install has)
+#   scripts/root.sh enter DIR CMD  run CMD (bash -ec) inside the root at DIR (a clean copy), as
+#                                  root, with binds, removed after it whatever the outcome
+#   scripts/root.sh drop DIR       remove the root copy at DIR (its binds first; nothing is
+#                                  removed while anything is still mounted below it)
 #
 # Roots (the Debian release's own packages; see docs/internals/testing.md):
 #   trixie     Debian 13: PostgreSQL 17, Redis 8.0, Sidekiq 7.3, ActiveJob 7.2, Celery 5.5
@@ -179,6 +188,58 @@ make_root() {
   echo "scripts/root.sh: root '$NAME' made in $((SECONDS - started)) s"
 }
 
+# clean_root RELEASE DIR: DIR becomes a copy of the cached clean root of RELEASE (made once; one
+# maker at a time, under a lock).
+clean_root() {
+  local release=$1 dir=$2 pristine=$ROOTS/clean-$1 script=$1
+  case $release in
+    bookworm|trixie) ;;
+    forky) script=sid ;;  # Debian testing: debootstrap's sid script
+    *) echo "scripts/root.sh: no clean root for release '$release' (bookworm, trixie, forky)" >&2; exit 2 ;;
+  esac
+  mkdir -p "$ROOTS"
+  exec 8>"$ROOTS/clean-$release.lock"
+  flock 8
+  if [ ! -f "$pristine/.jobbuf-clean" ]; then
+    command -v debootstrap >/dev/null ||
+      { echo "scripts/root.sh: installing debootstrap"; apt-get install -y -qq debootstrap >/dev/null; }
+    local mirror started=$SECONDS log=$ROOTS/clean-$release.log
+    mirror=$(apt_mirror)
+    [ -n "$mirror" ] || { echo "NOT TESTED: a clean $release root cannot be made: no Debian mirror found in /etc/apt/sources.list*"; exit 3; }
+    echo "scripts/root.sh: making a clean $release root ($release from $mirror) in $pristine"
+    drop_root "$pristine.new"
+    if ! debootstrap --variant=minbase "$release" "$pristine.new" "$mirror" "/usr/share/debootstrap/scripts/$script" \
+          >"$log" 2>&1; then
+      drop_root "$pristine.new"
+      echo "NOT TESTED: a clean $release root cannot be made (debootstrap failed; see $log)"
+      exit 3
+    fi
+    echo "deb $mirror $release main" >"$pristine.new/etc/apt/sources.list"
+    touch "$pristine.new/.jobbuf-clean"
+    drop_root "$pristine"
+    mv "$pristine.new" "$pristine"
+    echo "scripts/root.sh: clean $release root made in $((SECONDS - started)) s"
+  fi
+  drop_root "$dir"
+  cp -a "$pristine" "$dir"
+  rm -f "$dir/.jobbuf-clean"
+  exec 8>&-
+}
+
+# drop_root DIR: removes a root copy, after its binds; refuses while anything is mounted below it.
+drop_root() {
+  local dir=$1
+  [ -e "$dir" ] || return 0
+  dir=$(cd "$dir" && pwd -P)
+  [ "$dir" != / ] || { echo "scripts/root.sh: refusing to remove /" >&2; exit 2; }
+  unbind_mounts "$dir"
+  if awk -v d="$dir/" 'index($2, d) == 1 { found = 1 } END { exit !found }' /proc/self/mounts; then
+    echo "scripts/root.sh: $dir still has mounts below it; not removed" >&2
+    exit 1
+  fi
+  rm -rf "$dir"
+}
+
 # copy_tree DEST: the working tree this script belongs to, with its git history (the upgrade tests
 # build old releases from it) and without build products, into DEST.
 copy_tree() {
@@ -193,10 +254,24 @@ copy_tree() {
   git -C "$dest" config core.bare false
 }
 
-[ $# -ge 2 ] || { sed -n '2,24p' "$0"; exit 2; }
+[ $# -ge 2 ] || { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 2; }
 cmd=$1 NAME=$2
 shift 2
-if [ "$cmd" = mirror ]; then apt_mirror; exit 0; fi
+case $cmd in
+  mirror) apt_mirror; exit 0 ;;
+  clean)
+    [ $# -eq 1 ] || { echo "scripts/root.sh: clean RELEASE DIR" >&2; exit 2; }
+    clean_root "$NAME" "$1"; exit 0 ;;
+  drop) drop_root "$NAME"; exit 0 ;;
+  enter)
+    [ -f "$NAME/etc/debian_version" ] || { echo "scripts/root.sh: $NAME is no Debian root" >&2; exit 2; }
+    dir=$(cd "$NAME" && pwd -P)
+    trap 'unbind_mounts "$dir"' EXIT
+    trap 'exit 130' INT TERM HUP
+    bind_mounts "$dir"
+    in_root "$dir" bash -ec "$*"
+    exit ;;
+esac
 if [ "$cmd" = of-major ]; then
   case $NAME in
     17) echo trixie ;; 18) echo forky ;; 19) echo forky-pg19 ;;
@@ -217,8 +292,9 @@ case $cmd in
     # One run at a time per root: the binds are made for a run and removed after it.
     exec 9>"$ROOTS/$NAME.lock"
     flock 9
-    bind_mounts "$dir"
     trap 'unbind_mounts "$dir"' EXIT
+    trap 'exit 130' INT TERM HUP
+    bind_mounts "$dir"
     in_root "$dir" bash -c "$*" 9>&- ;;  # servers a run leaves behind do not hold the lock
   *) echo "scripts/root.sh: unknown command '$cmd'" >&2; exit 2 ;;
 esac
