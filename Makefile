@@ -17,10 +17,11 @@ DATA_built  = sql/jobbuf--1.3.sql
 PGFILEDESC  = "jobbuf - transactionally staged jobs drained to Redis"
 
 # The Postgres regime's rooms (docs/internals/architecture.md draws them); src/redis/ is the pure C++ regime.
-PG_ROOMS      = hooks config metadata support staging launcher drain delivery rotation census status worker
+PG_ROOMS      = hooks config metadata support staging launcher drain delivery rotation census status worker schedules
 PG_SOURCES    = $(sort $(wildcard src/*.cpp $(PG_ROOMS:%=src/%/*.cpp)))
-REDIS_SOURCES = $(sort $(wildcard src/redis/*.cpp src/redis/*/*.cpp))
-OBJS          = $(PG_SOURCES:.cpp=.o) $(REDIS_SOURCES:.cpp=.o)
+# The pure C++ rooms: src/redis/ (the Redis protocol) and src/cron/ (cron texts and their ticks).
+PURE_SOURCES  = $(sort $(wildcard src/redis/*.cpp src/redis/*/*.cpp src/cron/*.cpp))
+OBJS          = $(PG_SOURCES:.cpp=.o) $(PURE_SOURCES:.cpp=.o)
 SQL_PARTS     = $(sort $(wildcard src/sql/*.sql))
 
 PG_CPPFLAGS = -Isrc
@@ -31,7 +32,7 @@ SHLIB_LINK  = -lhiredis -lssl -lcrypto -lstdc++
 # pg_regress suites for the SQL surface (test/regress/sql/<name>.sql, test/regress/expected/<name>.out).
 # make installcheck is safe on a real server: setup points the regression database's worker at
 # no Redis before the extension exists there, teardown drops the database.
-REGRESS      = setup queues staging validation teardown
+REGRESS      = setup queues staging validation schedules teardown
 REGRESS_OPTS = --inputdir=test/regress --outputdir=test/regress
 EXTRA_CLEAN  = test/regress/results test/regress/regression.diffs test/regress/regression.out
 
@@ -45,7 +46,7 @@ include $(PGXS)
 sql/jobbuf--1.3.sql: $(SQL_PARTS)
 	cat $(SQL_PARTS) > $@
 
-$(OBJS): $(wildcard src/*.h $(PG_ROOMS:%=src/%/*.h) src/redis/*.h src/redis/*/*.h)
+$(OBJS): $(wildcard src/*.h $(PG_ROOMS:%=src/%/*.h) src/redis/*.h src/redis/*/*.h src/cron/*.h)
 
 .PHONY: deps demo test test-unit test-faults bench print-regress package-check format
 deps:
@@ -84,7 +85,7 @@ else
 	bash bench/majors.sh $(PG)
 endif
 
-# Builds postgresql-<major>-jobbuf (debian/, pg_buildext) for 15, 17 and 18 and checks each .deb
+# Builds postgresql-<major>-jobbuf (debian/, pg_buildext) for 15, 17, 18 and 19 and checks each .deb
 # in a clean root of its Debian release (docs/platforms.md); not part of make test.
 package-check:
 	bash scripts/package-check.sh

@@ -52,6 +52,7 @@ static void reset_slot(DrainSlot* slot)
     slot->woken_overflow = true;
     SpinLockRelease(&slot->woken_mutex);
     pg_atomic_init_u32(&slot->queues_generation, 0);
+    pg_atomic_init_u32(&slot->schedules_generation, 0);
     pg_atomic_init_u64(&slot->lowest_staged_id, PG_UINT64_MAX);
     pg_atomic_init_u64(&slot->wakeups, 0);
     pg_atomic_init_u64(&slot->batches, 0);

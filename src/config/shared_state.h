@@ -57,6 +57,8 @@ struct DrainSlot {
     pg_atomic_uint64 lowest_staged_id;
     // Bumped after each commit that changed jobbuf.queues: the worker reloads its queue list.
     pg_atomic_uint32 queues_generation;
+    // Bumped after each commit that changed jobbuf.schedules: the worker reads its next tick again.
+    pg_atomic_uint32 schedules_generation;
     Latch* worker_latch;  // the drain worker's MyLatch; NULL when none runs
 
     // Status, written by the drain worker; the mutex guards the non-atomic fields.

@@ -27,6 +27,7 @@
 #include "launcher/drain_slot.h"
 #include "metadata/extension_version.h"
 #include "rotation/storage_rotation.h"
+#include "schedules/tick_staging.h"
 #include "status/problem_log.h"
 #include "worker/guarded_call.h"
 #include "worker/worker_session.h"
@@ -545,6 +546,10 @@ void jobbuf_drain_main(Datum arg)
             if (!run_guarded([] { rotate_storage_if_due(); }))
                 sleep_ms = Min(sleep_ms, kErrorBackoffMs);
         }
+        // Ticks are staged while delivery is disabled or Redis is down too: they wait as jobs.
+        if (!run_guarded([] { stage_due_ticks_if_due(); }))
+            sleep_ms = Min(sleep_ms, kErrorBackoffMs);
+        sleep_ms = Min(sleep_ms, ticks_due_in_ms());
         // The census counts while delivery is disabled too: it is what monitoring reads.
         if (!run_guarded([] { take_census_if_due(); }))
             sleep_ms = Min(sleep_ms, kErrorBackoffMs);

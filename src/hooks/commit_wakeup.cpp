@@ -19,6 +19,7 @@ static uint64 staged_hashes[kLocalQueues];     // their wake hashes, while they 
 static int staged_hash_count = 0;              // kLocalQueues + 1: more queues than fit
 static int64 lowest_staged_id = PG_INT64_MAX;  // the lowest job id it staged
 static bool queues_changed = false;            // this transaction changed jobbuf.queues
+static bool schedules_changed = false;         // this transaction changed jobbuf.schedules
 
 uint64 queue_wake_hash(const char* queue)
 {
@@ -55,6 +56,11 @@ void note_queues_changed(void)
     staged_queue_bits = PG_UINT64_MAX;
     staged_hash_count = kLocalQueues + 1;  // every queue
     queues_changed = true;
+}
+
+void note_schedules_changed(void)
+{
+    schedules_changed = true;
 }
 
 // Adds this transaction's queues to the slot's exact list (or marks it overflowed) and their
@@ -106,6 +112,8 @@ static void wake_worker(void)
         return;
     if (queues_changed)
         pg_atomic_fetch_add_u32(&slot->queues_generation, 1);
+    if (schedules_changed)
+        pg_atomic_fetch_add_u32(&slot->schedules_generation, 1);
     // The lowest id, then the queues' names and bits: a worker that takes the names or bits has
     // the id too (it takes them in the other order, see take_staged_work).
     if (lowest_staged_id != PG_INT64_MAX) {
@@ -120,7 +128,7 @@ static void wake_worker(void)
     // so only the first commit after that finds it empty and sets the latch. While the worker is
     // busy or disabled the set stays non-empty and committers send no wake-up. A change of
     // jobbuf.queues (rare: administration, ALTER EXTENSION UPDATE) always wakes the worker.
-    if (bits_before == 0 || queues_changed) {
+    if (bits_before == 0 || queues_changed || schedules_changed) {
         Latch* latch = slot->worker_latch;
         if (latch != nullptr)
             SetLatch(latch);
@@ -133,6 +141,7 @@ static void forget_transaction(void)
     staged_hash_count = 0;
     lowest_staged_id = PG_INT64_MAX;
     queues_changed = false;
+    schedules_changed = false;
 }
 
 StagedWork take_staged_work(void)
@@ -166,7 +175,7 @@ static void on_transaction_event(XactEvent event, void* arg)
     switch (event) {
         case XACT_EVENT_COMMIT:
         case XACT_EVENT_PARALLEL_COMMIT:
-            if (staged_queue_bits != 0)
+            if (staged_queue_bits != 0 || schedules_changed)
                 wake_worker();
             forget_transaction();
             break;

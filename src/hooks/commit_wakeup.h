@@ -21,6 +21,10 @@ void note_jobs_staged(const char* queue, int64 id);
 // at commit the worker reloads its queue list and looks at every queue.
 void note_queues_changed(void);
 
+// Marks the current transaction as having changed jobbuf.schedules (its trigger): at commit the
+// worker reads its next due tick again.
+void note_schedules_changed(void);
+
 // The worker's side: what commits published since the last call, taken atomically.
 struct StagedWork {
     uint64 queue_bits;  // wake bits of the queues staged into (all set: look at every queue)

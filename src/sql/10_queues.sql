@@ -282,6 +282,17 @@ BEGIN
     -- Wait for transactions that are staging right now, so that none of their jobs outlives
     -- the queue; later stagers see the queue gone (their cached metadata is invalidated).
     LOCK TABLE jobbuf.jobs IN SHARE ROW EXCLUSIVE MODE;
+    -- A schedule that names the queue would fail at its next tick: refused unless force.
+    IF EXISTS (SELECT 1 FROM jobbuf.schedules s WHERE s.queue OPERATOR(pg_catalog.=) q.name) THEN
+        IF NOT coalesce(force, false) THEN
+            RAISE EXCEPTION 'jobbuf: queue % has schedules: %', pg_catalog.quote_literal(q.name),
+                (SELECT pg_catalog.string_agg(pg_catalog.quote_literal(s.name), ', ' ORDER BY s.name)
+                 FROM jobbuf.schedules s WHERE s.queue OPERATOR(pg_catalog.=) q.name)
+                USING ERRCODE = 'object_in_use',
+                      HINT = 'remove them with jobbuf_unschedule(name), or call jobbuf_drop_queue(queue, force => true), which removes them too';
+        END IF;
+        DELETE FROM jobbuf.schedules s WHERE s.queue OPERATOR(pg_catalog.=) q.name;
+    END IF;
     IF EXISTS (SELECT 1 FROM jobbuf.jobs j WHERE j.queue = q.name) THEN
         IF NOT coalesce(force, false) THEN
             RAISE EXCEPTION 'jobbuf: queue % still has jobs', quote_literal(q.name)

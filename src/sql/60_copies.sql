@@ -22,7 +22,8 @@ $$;
 -- jobs staged here, keeping their ids, their origin (so consumers see the ids the original
 -- installation gave them, and can tell a job they already ran) and every other column. The
 -- queue's held dead letters are adopted with them (jobbuf_retry_dead then stages them as this
--- installation's). Returns the number of jobs and dead letters adopted.
+-- installation's), and so are its held schedules (not counted). Returns the number of jobs and
+-- dead letters adopted.
 -- It also moves jobbuf.jobs_id_seq past every id the installation holds (jobs, dead letters,
 -- archived jobs), never back: logical replication carries rows but not sequences, so a
 -- subscriber taking over from its publisher (docs/copies.md, "Logical replication") would
@@ -53,10 +54,16 @@ BEGIN
     UPDATE jobbuf.dead d SET owner = jobbuf.installation_id()
     FROM jobbuf.held_dead_letters_of(jobbuf_release_restored.queue) h WHERE d.id OPERATOR(pg_catalog.=) h.id;
     GET DIAGNOSTICS dead_letters = ROW_COUNT;
+    -- The queue's held schedules fire from here on (not counted in the result).
+    UPDATE jobbuf.schedules s SET installation = jobbuf.installation_id()
+    WHERE s.installation OPERATOR(pg_catalog.<>) jobbuf.installation_id()
+      AND (jobbuf_release_restored.queue IS NULL
+           OR s.queue OPERATOR(pg_catalog.=) jobbuf_release_restored.queue);
     RETURN released OPERATOR(pg_catalog.+) dead_letters;
 END $$;
 
--- Deletes the held jobs and held dead letters of the queue (all queues when NULL); returns how many.
+-- Deletes the held jobs and held dead letters of the queue (all queues when NULL); returns how
+-- many. The queue's held schedules are deleted too (not counted).
 CREATE FUNCTION jobbuf_discard_restored(queue text DEFAULT NULL)
 RETURNS bigint LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -67,6 +74,10 @@ BEGIN
     GET DIAGNOSTICS discarded = ROW_COUNT;
     DELETE FROM jobbuf.dead d USING jobbuf.held_dead_letters_of(jobbuf_discard_restored.queue) h WHERE d.id OPERATOR(pg_catalog.=) h.id;
     GET DIAGNOSTICS dead_letters = ROW_COUNT;
+    DELETE FROM jobbuf.schedules s
+    WHERE s.installation OPERATOR(pg_catalog.<>) jobbuf.installation_id()
+      AND (jobbuf_discard_restored.queue IS NULL
+           OR s.queue OPERATOR(pg_catalog.=) jobbuf_discard_restored.queue);
     RETURN discarded OPERATOR(pg_catalog.+) dead_letters;
 END $$;
 

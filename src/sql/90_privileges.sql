@@ -2,12 +2,13 @@
 -- left in place by DROP EXTENSION); grant them to your login roles:
 --   jobbuf_producer  stage jobs: jobbuf_stage, or INSERT INTO jobbuf.jobs (the staging columns only)
 --   jobbuf_consumer  batch consumers: jobbuf_claim / complete / fail / extend / group
---   jobbuf_admin     queues and dead letters: create / alter / drop / pause / resume queues,
---                    retry / purge dead letters, purge the archive; reads every jobbuf table
+--   jobbuf_admin     queues, schedules and dead letters: create / alter / drop / pause / resume
+--                    queues, schedule / unschedule periodic jobs, retry / purge dead letters,
+--                    purge the archive; reads every jobbuf table
 --   jobbuf_monitor   monitoring (a Prometheus exporter, docs/operations.md): the inspection
 --                    functions only; no table, no job payload
 -- All four may call the inspection functions: jobbuf_stats(), jobbuf_queue_metrics(),
--- jobbuf_worker_status() and the exporter's jobbuf_prometheus_queues() / _worker(). They show
+-- jobbuf_worker_status() and the exporter's jobbuf_prometheus_queues() / _worker() / _schedules(). They show
 -- this database's queues (the tables of the database they run in); jobbuf_worker_status()
 -- shows other databases' errors and counters only to superusers and pg_monitor.
 -- Nothing is executable by PUBLIC.
@@ -36,9 +37,10 @@ DECLARE
         'jobbuf_extend', 'jobbuf_group'];
     admin_functions constant text[] := ARRAY['jobbuf_create_queue', 'jobbuf_alter_queue',
         'jobbuf_drop_queue', 'jobbuf_pause', 'jobbuf_resume', 'jobbuf_retry_dead',
-        'jobbuf_purge_dead', 'jobbuf_purge_archive', 'jobbuf_release_restored', 'jobbuf_discard_restored'];
+        'jobbuf_purge_dead', 'jobbuf_purge_archive', 'jobbuf_release_restored', 'jobbuf_discard_restored',
+        'jobbuf_schedule', 'jobbuf_unschedule', 'jobbuf_schedules'];
     inspection_functions constant text[] := ARRAY['jobbuf_stats', 'jobbuf_worker_status',
-        'jobbuf_queue_metrics', 'jobbuf_prometheus_queues', 'jobbuf_prometheus_worker'];
+        'jobbuf_queue_metrics', 'jobbuf_prometheus_queues', 'jobbuf_prometheus_worker', 'jobbuf_prometheus_schedules'];
 BEGIN
     FOR fn, name IN
         SELECT p.oid::regprocedure, p.proname

@@ -128,8 +128,9 @@ run_round() {  # PUBLICATION-CLAUSE
   sub_sql "CREATE SUBSCRIPTION $sub CONNECTION 'host=127.0.0.1 port=$JB_PGPORT dbname=$JB_DB user=postgres' PUBLICATION $pub" >/dev/null 2>&1 \
     || fail "round $round: CREATE SUBSCRIPTION"
 
-  # While the initial sync runs, the publisher works.
+  # While the initial sync runs, the publisher works (a schedule too: it arrives held).
   pub_work "$p"
+  jb_sql "SELECT jobbuf_schedule('${p}_daily', '@daily', '${p}_list', '{\"daily\": true}')" >/dev/null
   # The subscriber claims a max_in_flight queue first (its own claim slots), then the publisher does.
   jb_psql -q -o /dev/null <<SQL
 SELECT jobbuf_create_queue('${p}_late', 'none', '{"max_in_flight": 2, "visibility": 3600}');
@@ -171,7 +172,7 @@ SQL
   fi
   expect_eq "round $round: every jobbuf table is in the subscription" \
     "$(sub_sql "SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_subscription_rel r JOIN pg_subscription s ON s.oid = r.srsubid JOIN pg_class c ON c.oid = r.srrelid WHERE s.subname = '$sub' AND c.relnamespace = 'jobbuf'::regnamespace")" \
-    "archive,claim_locks,consumer_failures,dead,installation,jobs,queue_stats,queues"
+    "archive,claim_locks,consumer_failures,dead,installation,jobs,queue_stats,queues,schedules"
   # (sync_error_count; 19 counts tables and sequences apart: sync_table_error_count, sync_seq_error_count)
   expect_eq "round $round: pg_stat_subscription_stats: no apply error, no sync error" \
     "$(sub_sql "SELECT s->>'apply_error_count' || ' ' || (SELECT sum(e.value::bigint) FROM jsonb_each_text(s) e WHERE e.key LIKE 'sync%error_count')
@@ -183,6 +184,9 @@ SQL
   same_rows "round $round: ... dead letters" "SELECT md5(string_agg(d::text, ',' ORDER BY d.id)) FROM jobbuf.dead d"
   same_rows "round $round: ... archived jobs" "SELECT md5(string_agg(a::text, ',' ORDER BY a.id)) FROM jobbuf.archive a"
   same_rows "round $round: ... queues" "SELECT string_agg(name, ',' ORDER BY name) FROM jobbuf.queues"
+  same_rows "round $round: ... schedules" "SELECT string_agg(name || ' ' || next_run_at, ',' ORDER BY name) FROM jobbuf.schedules"
+  expect_eq "round $round: the replicated schedule is held on the subscriber" \
+    "$(sub_sql "SELECT held FROM jobbuf_schedules() WHERE name = '${p}_daily'")" t
   expect_eq "round $round: the subscriber keeps its own identity (one row)" \
     "$(sub_sql "SELECT count(*) || ' ' || max(id::text) FROM jobbuf.installation") $(sub_sql "SELECT jobbuf.installation_id()")" \
     "1 $sub_id $sub_id"
@@ -228,6 +232,7 @@ expect_eq "cutover: jobbuf_release_restored() adopts every held job and dead let
   "$(sub_sql "SELECT jobbuf_release_restored()")" "$((held + dead))"
 expect_eq "cutover: ... and moved jobbuf.jobs_id_seq past every id it holds ($top)" \
   "$(sub_sql "SELECT last_value || ' ' || is_called FROM jobbuf.jobs_id_seq")" "$top true"
+expect_eq "cutover: ... and adopts the held schedules" "$(sub_sql "SELECT count(*) FILTER (WHERE held) FROM jobbuf_schedules()")" 0
 own=$(sub_sql "SELECT jobbuf_stage('r3_list', '{\"staged\": \"on the new primary\"}')")
 expect_eq "cutover: a job staged on the new primary gets a new id" "$(( own > top ))" 1
 sub_sql "SELECT jobbuf_release_restored()" >/dev/null

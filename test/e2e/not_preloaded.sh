@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Without jobbuf in shared_preload_libraries (the library is then loaded by the first backend
 # that calls a jobbuf function), the SQL API works - queues, staging - and jobbuf_worker_status()
-# says that no worker runs, instead of failing; CREATE EXTENSION says so in a WARNING.
+# says that no worker runs, instead of failing; CREATE EXTENSION and jobbuf_schedule say so in a
+# WARNING.
 source "$(dirname "$0")/tools/lib.sh"
 
 jb_start_redis || exit 1
@@ -28,6 +29,10 @@ expect_eq "jobbuf_stats after a census by hand (what the worker runs): 2 ready" 
 out=$(jb_psql_db postgres -q -c "CREATE DATABASE np2" 2>&1 && jb_psql_db np2 -q -c "CREATE EXTENSION jobbuf" 2>&1)
 expect_match "CREATE EXTENSION warns that the library is not preloaded, naming the line to add" "$out" \
   "WARNING:  jobbuf: the jobbuf library is not in shared_preload_libraries.*HINT:  add jobbuf to shared_preload_libraries in postgresql.conf \(shared_preload_libraries = 'jobbuf'\)"
+out=$(jb_psql -qtAX -c "SELECT jobbuf_schedule('np_tick', '@hourly', 'np', '{}') IS NOT NULL" 2>&1)
+expect_match "jobbuf_schedule warns that no drain worker fires its ticks" "$out" \
+  "WARNING:  jobbuf: no drain worker runs in database \"?$JB_DB\"?: schedule 'np_tick' fires no tick until one does"
+expect_eq "the schedule is kept (it fires once a worker runs)" "$(jb_sql "SELECT count(*) FROM jobbuf_schedules()")" 1
 expect_eq "no jobbuf process" "$(jb_sql "SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'jobbuf%'")" 0
 expect_eq "no backend died loading the library" "$(count_lines 'FATAL' "$(cat "$JB_RUN/postgres.log")")" 0
 

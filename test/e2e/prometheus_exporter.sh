@@ -88,6 +88,15 @@ expect_eq "worker of $JB_DB: running, connected" \
   "$(metric jobbuf_worker_running "$JB_DB") $(metric jobbuf_worker_redis_connected "$JB_DB")" "1 1"
 expect_eq "database other (no worker): running 0, redis_connected 0" \
   "$(metric jobbuf_worker_running other) $(metric jobbuf_worker_redis_connected other)" "0 0"
+# Schedules: one on time here (0), one in the database without a worker whose tick is 90 s due.
+jb_sql "SELECT jobbuf_schedule('yearly_report', '@yearly', 'parked', '{}')" >/dev/null
+jb_psql_db other -qtAX -c "SELECT jobbuf_create_queue('reports', 'list')" \
+  -c "SET client_min_messages = error" -c "SELECT jobbuf_schedule('minutely', '* * * * *', 'reports', '{}')" \
+  -c "UPDATE jobbuf.schedules SET next_run_at = now() - interval '90 seconds'" >/dev/null
+scrape
+expect_eq "jobbuf_schedule_lateness_seconds: on time here" "$(metric jobbuf_schedule_lateness_seconds "$JB_DB")" 0
+check "jobbuf_schedule_lateness_seconds: 90 s late where no worker runs ($(metric jobbuf_schedule_lateness_seconds other))" \
+  awk -v v="$(metric jobbuf_schedule_lateness_seconds other)" 'BEGIN { exit !(v >= 90 && v < 600) }'
 
 # While a producer stages: the total grows from scrape to scrape, the rate is positive.
 ( for i in $(seq 1 20); do jb_sql "SELECT jobbuf_stage('flow', jsonb_build_object('i', $i, 'n', n)) FROM generate_series(1, 10) n" >/dev/null; sleep 0.1; done ) &

@@ -11,7 +11,7 @@ trap 'rm -rf "$JB_RUN_DASH"' EXIT
 command -v promtool >/dev/null || { fail "promtool is not installed (make deps: Debian's prometheus)"; e2e_done; }
 out=$(promtool check rules "$ROOT/contrib/prometheus/alerts.yml" 2>&1)
 check "promtool check rules: $(grep -o '[0-9]* rules found' <<<"$out")" grep -q SUCCESS <<<"$out"
-expect_eq "five alerts" "$(grep -c '^ *- alert: ' "$ROOT/contrib/prometheus/alerts.yml")" 5
+expect_eq "six alerts" "$(grep -c '^ *- alert: ' "$ROOT/contrib/prometheus/alerts.yml")" 6
 for alert in $(grep -oE 'alert: [A-Za-z]+' "$ROOT/contrib/prometheus/alerts.yml" | cut -d' ' -f2); do
   expect_eq "$alert is tested firing and cleared" \
     "$(grep -c "alertname: $alert$" "$ROOT/test/prometheus/alerts_test.yml")" 3

@@ -1,6 +1,6 @@
 -- pgTAP: the privilege model (src/sql/90_privileges.sql), tried as the wrong roles.
 BEGIN;
-SELECT plan(49);
+SELECT plan(56);
 
 SELECT jobbuf_create_queue('priv_q', 'none');
 CREATE ROLE priv_producer LOGIN IN ROLE jobbuf_producer;
@@ -54,6 +54,8 @@ SET ROLE priv_monitor;
 SELECT lives_ok($$ SELECT * FROM jobbuf_stats() $$, 'monitor can read jobbuf_stats()');
 SELECT lives_ok($$ SELECT * FROM jobbuf_queue_metrics() $$, 'monitor can read jobbuf_queue_metrics()');
 SELECT lives_ok($$ SELECT * FROM jobbuf_prometheus_queues() $$, 'monitor can read jobbuf_prometheus_queues()');
+SELECT lives_ok($$ SELECT * FROM jobbuf_prometheus_schedules() $$, 'monitor can read jobbuf_prometheus_schedules()');
+SELECT throws_ok($$ SELECT * FROM jobbuf_schedules() $$, '42501', NULL, 'monitor cannot read schedules (payloads)');
 SELECT is((SELECT count(*)::int FROM jobbuf_prometheus_worker()), 1, 'monitor reads one worker row: this database''s');
 SELECT throws_ok($$ SELECT count(*) FROM jobbuf.jobs $$, '42501', NULL, 'monitor cannot read jobs');
 SELECT throws_ok($$ SELECT count(*) FROM jobbuf.queue_stats $$, '42501', NULL, 'monitor cannot read the tables behind the metrics');
@@ -69,6 +71,12 @@ SET ROLE priv_admin;
 SELECT lives_ok($$ SELECT jobbuf_create_queue('priv_admin_q', 'none') $$, 'admin creates a queue');
 SELECT lives_ok($$ SELECT jobbuf_pause('priv_admin_q') $$, 'admin pauses a queue');
 SELECT lives_ok($$ SELECT jobbuf_drop_queue('priv_admin_q') $$, 'admin drops a queue');
+SELECT lives_ok($$ SELECT jobbuf_schedule('priv_s', '@yearly', 'priv_q', '{}') $$, 'admin schedules');
+SELECT is((SELECT owner::text FROM jobbuf_schedules() WHERE name = 'priv_s'), 'priv_admin',
+          'the schedule belongs to the calling role, not the definer');
+SELECT throws_ok($$ SELECT jobbuf.stage_due_ticks() $$, '42501', NULL, 'admin cannot run the worker''s tick staging');
+SELECT throws_ok($$ UPDATE jobbuf.schedules SET owner = 'postgres' $$, '42501', NULL, 'admin cannot rewrite a schedule''s owner');
+SELECT lives_ok($$ SELECT jobbuf_unschedule('priv_s') $$, 'admin unschedules');
 SELECT lives_ok($$ SELECT count(*) FROM jobbuf.dead $$, 'admin reads dead letters');
 SELECT throws_ok($$ SELECT * FROM jobbuf_claim('priv_q', 10) $$, '42501', NULL, 'admin cannot claim');
 RESET ROLE;

@@ -1,0 +1,273 @@
+-- jobbuf: periodic jobs (docs/schedules.md). A schedule is a periodic job's definition and fires
+-- ticks; the drain worker of the database stages each tick as an ordinary job of the schedule's
+-- queue, run_at the tick, in the transaction that advances the schedule (jobbuf.stage_due_ticks),
+-- so a tick is staged once whatever crashes, with no leader to elect.
+
+-- One row per schedule, dumped with the data (pg_extension_config_dump below). owner is the role
+-- that called jobbuf_schedule: a tick is staged only while that role may INSERT into
+-- jobbuf.jobs. installation is the installation that fires it: a schedule restored from a dump,
+-- copied or replicated carries its original's and is held (not fired) until
+-- jobbuf_release_restored adopts it, as jobs are. next_run_at is the next tick (NULL: the cron
+-- text matches no later time); last_error says why the last due tick was not staged (NULL: it was).
+CREATE TABLE jobbuf.schedules (
+    name         text PRIMARY KEY,
+    cron         text NOT NULL,
+    queue        text NOT NULL REFERENCES jobbuf.queues (name),
+    payload      jsonb NOT NULL,
+    options      jsonb NOT NULL DEFAULT '{}',
+    time_zone    text NOT NULL DEFAULT 'UTC',
+    catch_up     text NOT NULL DEFAULT 'one',
+    unique_ticks boolean NOT NULL DEFAULT false,
+    paused       boolean NOT NULL DEFAULT false,
+    owner        name NOT NULL,
+    next_run_at  timestamptz,
+    last_run_at  timestamptz,
+    last_job_id  bigint,
+    last_error   text,
+    installation uuid NOT NULL DEFAULT jobbuf.installation_id(),
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT schedules_name_format CHECK (name ~ '^[A-Za-z0-9_.:-]{1,63}$'),
+    CONSTRAINT schedules_catch_up_known CHECK (catch_up IN ('none', 'one', 'all')),
+    CONSTRAINT schedules_options_object CHECK (jsonb_typeof(options) = 'object')
+);
+COMMENT ON TABLE jobbuf.schedules IS 'periodic jobs; change them only through jobbuf_schedule / jobbuf_unschedule';
+-- The worker finds due ticks through this index: a schedule that is not due costs nothing.
+CREATE INDEX schedules_due ON jobbuf.schedules (next_run_at) WHERE NOT paused;
+SELECT pg_catalog.pg_extension_config_dump('jobbuf.schedules', '');
+
+-- A change of a schedule wakes the drain worker when it commits: it reads the next due tick again.
+CREATE FUNCTION jobbuf.schedules_changed_trigger() RETURNS trigger
+    LANGUAGE c AS 'MODULE_PATHNAME', 'jobbuf_schedules_changed_trigger';
+CREATE TRIGGER schedules_wake AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON jobbuf.schedules
+    FOR EACH STATEMENT EXECUTE FUNCTION jobbuf.schedules_changed_trigger();
+
+-- The first tick of the cron text strictly after the given time, in the named time zone (NULL
+-- when it never matches again); an invalid cron text is an error that shows the valid form.
+CREATE FUNCTION jobbuf.next_tick(cron text, time_zone text, after timestamptz)
+RETURNS timestamptz LANGUAGE c STABLE STRICT AS 'MODULE_PATHNAME', 'jobbuf_next_tick';
+
+-- The ticks from first (a tick itself) up to upto, the latest keep of them, oldest first.
+CREATE FUNCTION jobbuf.ticks_between(cron text, time_zone text, first timestamptz, upto timestamptz, keep integer)
+RETURNS timestamptz[] LANGUAGE c STABLE STRICT AS 'MODULE_PATHNAME', 'jobbuf_ticks_between';
+
+-- The role that called the current SQL-callable function from outside any SECURITY DEFINER
+-- function (the session's current role): the owner jobbuf_schedule records.
+CREATE FUNCTION jobbuf.calling_role()
+RETURNS name LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'jobbuf_calling_role';
+
+-- Creates or replaces a schedule and returns its next tick. A replaced schedule keeps last_run_at
+-- (and its last job) and computes next_run_at from now. Options: time_zone (a name of
+-- pg_timezone_names; default UTC), catch_up (none, one, all; default one), unique_key (true:
+-- each tick staged with unique_key '<name>:<tick>'), paused.
+-- (SECURITY DEFINER through 90_privileges.sql: everything is schema-qualified.)
+CREATE FUNCTION jobbuf_schedule(name text, cron text, queue text, payload jsonb, options jsonb DEFAULT '{}')
+RETURNS timestamptz LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    opts jsonb := coalesce(options, '{}');
+    zone text := 'UTC';
+    catch text := 'one';
+    want_unique boolean;
+    want_paused boolean;
+    key text;
+    q jobbuf.queues;
+    next_at timestamptz;
+    caller pg_catalog.name := jobbuf.calling_role();
+BEGIN
+    IF name IS NULL OR name OPERATOR(pg_catalog.!~) '^[A-Za-z0-9_.:-]{1,63}$' THEN
+        RAISE EXCEPTION 'jobbuf: invalid schedule name %', coalesce(pg_catalog.quote_literal(name), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'a schedule name is 1 to 63 characters of A-Z, a-z, 0-9, _ . : -';
+    END IF;
+    IF cron IS NULL THEN
+        RAISE EXCEPTION 'jobbuf: the cron text of schedule % is NULL', pg_catalog.quote_literal(name)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'five fields (minute hour day month weekday) such as ''*/5 * * * *'', @hourly, @daily, @weekly, @monthly, @yearly, or ''N seconds'' (1-59)';
+    END IF;
+    IF payload IS NULL THEN
+        RAISE EXCEPTION 'jobbuf: the payload of schedule % is NULL', pg_catalog.quote_literal(name)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'give the jsonb every tick stages, as jobbuf_stage takes it';
+    END IF;
+    IF pg_catalog.jsonb_typeof(opts) OPERATOR(pg_catalog.<>) 'object' THEN
+        RAISE EXCEPTION 'jobbuf: schedule options must be a JSON object'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'for example ''{"time_zone": "Europe/Berlin", "catch_up": "one", "unique_key": true, "paused": false}''';
+    END IF;
+    FOR key IN SELECT k FROM pg_catalog.jsonb_object_keys(opts) k LOOP
+        IF key OPERATOR(pg_catalog.<>) ALL (ARRAY['time_zone', 'catch_up', 'unique_key', 'paused']) THEN
+            RAISE EXCEPTION 'jobbuf: unknown schedule option %', pg_catalog.quote_literal(key)
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'schedule options are time_zone, catch_up, unique_key and paused';
+        END IF;
+    END LOOP;
+    IF opts OPERATOR(pg_catalog.?) 'time_zone' THEN
+        IF pg_catalog.jsonb_typeof(opts OPERATOR(pg_catalog.->) 'time_zone') OPERATOR(pg_catalog.<>) 'string'
+           OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_timezone_names z
+                          WHERE z.name OPERATOR(pg_catalog.=) (opts OPERATOR(pg_catalog.->>) 'time_zone'))
+           -- Zone files named like an abbreviation (CET, EST, MST) are refused as abbreviations.
+           OR ((opts OPERATOR(pg_catalog.->>) 'time_zone') OPERATOR(pg_catalog.<>) 'UTC'
+               AND EXISTS (SELECT 1 FROM pg_catalog.pg_timezone_abbrevs a
+                           WHERE a.abbrev OPERATOR(pg_catalog.=) (opts OPERATOR(pg_catalog.->>) 'time_zone'))) THEN
+            RAISE EXCEPTION 'jobbuf: unknown time zone % for schedule %', opts OPERATOR(pg_catalog.->) 'time_zone',
+                pg_catalog.quote_literal(name)
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'give a name from pg_timezone_names such as "Europe/Berlin", "America/New_York" or "UTC"; abbreviations (CET) and POSIX strings (UTC+3) are refused';
+        END IF;
+        zone := opts OPERATOR(pg_catalog.->>) 'time_zone';
+    END IF;
+    IF opts OPERATOR(pg_catalog.?) 'catch_up' THEN
+        IF pg_catalog.jsonb_typeof(opts OPERATOR(pg_catalog.->) 'catch_up') OPERATOR(pg_catalog.<>) 'string'
+           OR (opts OPERATOR(pg_catalog.->>) 'catch_up') OPERATOR(pg_catalog.<>) ALL (ARRAY['none', 'one', 'all']) THEN
+            RAISE EXCEPTION 'jobbuf: invalid catch_up % for schedule %', opts OPERATOR(pg_catalog.->) 'catch_up',
+                pg_catalog.quote_literal(name)
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'catch_up is "none" (skip ticks missed while no worker ran), "one" (stage one job for them, the default) or "all" (the latest 1,000 of them, oldest first)';
+        END IF;
+        catch := opts OPERATOR(pg_catalog.->>) 'catch_up';
+    END IF;
+    FOREACH key IN ARRAY ARRAY['unique_key', 'paused'] LOOP
+        IF opts OPERATOR(pg_catalog.?) key AND pg_catalog.jsonb_typeof(opts OPERATOR(pg_catalog.->) key) OPERATOR(pg_catalog.<>) 'boolean' THEN
+            RAISE EXCEPTION 'jobbuf: schedule option % must be true or false, not %', key, opts OPERATOR(pg_catalog.->) key
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+    END LOOP;
+    want_unique := coalesce((opts OPERATOR(pg_catalog.->) 'unique_key')::boolean, false);
+    want_paused := coalesce((opts OPERATOR(pg_catalog.->) 'paused')::boolean, false);
+    q := jobbuf.known_queue(queue);
+    -- The cron text is checked here (an error shows the valid form), before anything is written.
+    next_at := jobbuf.next_tick(cron, zone, pg_catalog.now());
+    INSERT INTO jobbuf.schedules AS s (name, cron, queue, payload, options, time_zone, catch_up, unique_ticks,
+                                       paused, owner, next_run_at)
+    VALUES (jobbuf_schedule.name, jobbuf_schedule.cron, q.name, jobbuf_schedule.payload, opts, zone, catch,
+            want_unique, want_paused, caller, next_at)
+    ON CONFLICT ON CONSTRAINT schedules_pkey DO UPDATE
+        SET cron = excluded.cron, queue = excluded.queue, payload = excluded.payload, options = excluded.options,
+            time_zone = excluded.time_zone, catch_up = excluded.catch_up, unique_ticks = excluded.unique_ticks,
+            paused = excluded.paused, owner = excluded.owner, next_run_at = excluded.next_run_at,
+            last_error = NULL;
+    IF next_at IS NULL THEN
+        RAISE WARNING 'jobbuf: schedule % never fires: % matches no date from now on', pg_catalog.quote_literal(name),
+            pg_catalog.quote_literal(cron)
+            USING HINT = 'check the day and month fields (for example 30 2 is February 30th)';
+    ELSIF NOT jobbuf.database_has_worker() THEN
+        RAISE WARNING 'jobbuf: no drain worker runs in database %: schedule % fires no tick until one does',
+            pg_catalog.quote_ident(pg_catalog.current_database()), pg_catalog.quote_literal(name)
+            USING HINT = 'the drain worker stages the ticks: jobbuf must be in shared_preload_libraries, the database named by jobbuf.database, and jobbuf.max_workers high enough (jobbuf_worker_status() says which)';
+    END IF;
+    RETURN next_at;
+END $$;
+
+-- Whether a drain worker serves this database (one runs, or the launcher is about to start one).
+CREATE FUNCTION jobbuf.database_has_worker()
+RETURNS boolean LANGUAGE c VOLATILE AS 'MODULE_PATHNAME', 'jobbuf_database_has_worker';
+
+-- Deletes a schedule; false when there is none of that name. Ticks already staged stay.
+CREATE FUNCTION jobbuf_unschedule(name text)
+RETURNS boolean LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    DELETE FROM jobbuf.schedules s WHERE s.name OPERATOR(pg_catalog.=) jobbuf_unschedule.name;
+    RETURN FOUND;
+END $$;
+
+-- Every schedule, held or not; last_error says why the last due tick was not staged.
+CREATE FUNCTION jobbuf_schedules()
+RETURNS TABLE (name text, cron text, queue text, time_zone text, catch_up text, paused boolean, held boolean,
+               owner name, next_run_at timestamptz, last_run_at timestamptz, last_job_id bigint, payload jsonb,
+               options jsonb, last_error text)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT s.name, s.cron, s.queue, s.time_zone, s.catch_up, s.paused,
+           s.installation OPERATOR(pg_catalog.<>) jobbuf.installation_id(), s.owner, s.next_run_at, s.last_run_at,
+           s.last_job_id, s.payload, s.options, s.last_error
+    FROM jobbuf.schedules s ORDER BY s.name;
+$$;
+
+-- For the exporter (jobbuf_schedule_lateness_seconds): how long each schedule's due tick has
+-- waited to be staged, 0 while on time; paused and held schedules are never late.
+CREATE FUNCTION jobbuf_prometheus_schedules()
+RETURNS TABLE (datname text, schedule text, lateness_seconds float8)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT pg_catalog.current_database()::text, s.name,
+           CASE WHEN s.paused OR s.next_run_at IS NULL
+                     OR s.installation OPERATOR(pg_catalog.<>) jobbuf.installation_id() THEN 0::float8
+                ELSE GREATEST(0::float8,
+                         pg_catalog.date_part('epoch', pg_catalog.now() OPERATOR(pg_catalog.-) s.next_run_at)) END
+    FROM jobbuf.schedules s ORDER BY s.name;
+$$;
+
+-- The drain worker's part (src/schedules/tick_staging.cpp), in a transaction of its own: stages
+-- the due ticks of this installation's schedules that are not paused and advances each schedule
+-- in the same transaction. Which ticks: catch_up one stages the latest due tick (one job for
+-- any ticks missed), all the latest 1,000 due ticks oldest first, none the due tick only when it
+-- is the only one due and came due less than a minute ago (on time; a worker busy for a moment
+-- misses nothing), and nothing when ticks were missed. One schedule's failure (its role lost INSERT on jobbuf.jobs, a payload
+-- its queue's target refuses) is its own: that tick is skipped, last_error says why, one WARNING
+-- when the reason changes. Returns the next tick of any schedule, for the worker's sleep.
+CREATE FUNCTION jobbuf.stage_due_ticks(max_schedules integer DEFAULT 100)
+RETURNS timestamptz LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    s jobbuf.schedules;
+    now_at timestamptz := pg_catalog.clock_timestamp();
+    ticks timestamptz[];
+    tick timestamptz;
+    job bigint;
+    last_job bigint;
+    problem text;
+BEGIN
+    FOR s IN
+        SELECT * FROM jobbuf.schedules d
+        WHERE d.next_run_at OPERATOR(pg_catalog.<=) now_at AND NOT d.paused
+          AND d.installation OPERATOR(pg_catalog.=) jobbuf.installation_id()
+        ORDER BY d.next_run_at LIMIT max_schedules
+        FOR UPDATE SKIP LOCKED
+    LOOP
+        ticks := jobbuf.ticks_between(s.cron, s.time_zone, s.next_run_at, now_at,
+                                      CASE s.catch_up WHEN 'all' THEN 1000 WHEN 'none' THEN 2 ELSE 1 END);
+        IF s.catch_up OPERATOR(pg_catalog.=) 'none'
+           AND (pg_catalog.array_length(ticks, 1) OPERATOR(pg_catalog.>) 1
+                OR ticks[1] OPERATOR(pg_catalog.<) (now_at OPERATOR(pg_catalog.-) '1 minute'::interval)) THEN
+            ticks := '{}';  -- missed: more than one tick due, or the one due came due a minute ago
+        END IF;
+        problem := NULL;
+        last_job := NULL;
+        BEGIN
+            -- INSERT on the columns a tick writes (jobbuf_producer has it on the staging columns).
+            IF NOT (pg_catalog.has_column_privilege(s.owner, 'jobbuf.jobs', 'queue', 'INSERT')
+                    AND pg_catalog.has_column_privilege(s.owner, 'jobbuf.jobs', 'payload', 'INSERT')
+                    AND pg_catalog.has_column_privilege(s.owner, 'jobbuf.jobs', 'run_at', 'INSERT')
+                    AND pg_catalog.has_column_privilege(s.owner, 'jobbuf.jobs', 'unique_key', 'INSERT')) THEN
+                RAISE EXCEPTION 'role % may not INSERT into jobbuf.jobs', pg_catalog.quote_ident(s.owner);
+            END IF;
+            FOREACH tick IN ARRAY ticks LOOP
+                job := NULL;
+                INSERT INTO jobbuf.jobs (queue, payload, run_at, unique_key)
+                VALUES (s.queue, s.payload, tick,
+                        CASE WHEN s.unique_ticks THEN s.name OPERATOR(pg_catalog.||) ':'
+                             OPERATOR(pg_catalog.||) jobbuf.tick_text(tick) END)
+                ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND group_id IS NULL DO NOTHING
+                RETURNING id INTO job;
+                last_job := coalesce(job, last_job);
+            END LOOP;
+        EXCEPTION WHEN OTHERS THEN
+            problem := SQLERRM;
+            ticks := '{}';
+        END;
+        IF problem IS NOT NULL AND problem IS DISTINCT FROM s.last_error THEN
+            RAISE WARNING 'jobbuf: schedule % skipped its tick: %', pg_catalog.quote_literal(s.name), problem
+                USING HINT = 'jobbuf_schedules() shows it until a tick is staged again';
+        END IF;
+        UPDATE jobbuf.schedules u
+        SET next_run_at = jobbuf.next_tick(s.cron, s.time_zone, GREATEST(now_at, s.next_run_at)),
+            last_run_at = coalesce(ticks[pg_catalog.array_length(ticks, 1)], u.last_run_at),
+            last_job_id = coalesce(last_job, u.last_job_id),
+            last_error = problem
+        WHERE u.name OPERATOR(pg_catalog.=) s.name;
+    END LOOP;
+    RETURN (SELECT pg_catalog.min(d.next_run_at) FROM jobbuf.schedules d
+            WHERE NOT d.paused AND d.installation OPERATOR(pg_catalog.=) jobbuf.installation_id());
+END $$;
+
+-- A tick as unique keys and ids write it: UTC, ISO 8601, 2026-03-29T01:00:00Z.
+CREATE FUNCTION jobbuf.tick_text(tick timestamptz)
+RETURNS text LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, pg_temp AS $$
+    SELECT pg_catalog.to_char(pg_catalog.timezone('UTC', tick), 'YYYY-MM-DD"T"HH24:MI:SS"Z"');
+$$;
