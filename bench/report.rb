@@ -3,13 +3,17 @@
 # target and whether it is met. Figures whose phase did not run are left out.
 #
 #   ruby bench/report.rb RESULTS_FILE "settings line"
-#   ruby bench/report.rb RESULTS_FILE --rows     the same rows, tab-separated (bench/majors_report.rb)
+#   ruby bench/report.rb RESULTS_FILE --rows     the same rows, tab-separated, each followed by
+#                                                the phase it comes from (bench/majors_report.rb,
+#                                                bench/performance_page.rb)
 # A key written more than once (rounds of the drain and staging measurements) keeps its best
 # value: interference from other load on the machine only ever lowers a throughput.
 r = {}
+all = Hash.new { |h, k| h[k] = [] }  # every value of a key, in the order written (the baseline's rounds)
 File.foreach(ARGV[0]) do |l|
   k, v = l.chomp.split("=", 2)
   next unless k && v
+  all[k] << v
   r[k] = r.key?(k) && k =~ /^(drain|stage)_/ && k !~ /_n$/ ? [r[k].to_f, v.to_f].max.to_s : v
 end
 settings = ARGV[1] || ""
@@ -24,11 +28,44 @@ def fmt(v, digits = nil)
 end
 
 rows = []
+phase = nil  # the make bench phase of the rows added next
 add = lambda do |figure, jobbuf, cmp_name, cmp, ratio, target, met|
   rows << [figure, fmt(jobbuf), cmp_name, fmt(cmp), ratio ? format("%.2f", ratio) : "-", target,
-           met.nil? ? "-" : (met ? "yes" : "NO")]
+           met.nil? ? "-" : (met ? "yes" : "NO"), phase]
 end
 
+# The baseline phase: this build and release 1.2 installed in turn in the same run (bench/run.sh).
+# Throughputs: the best round, as everywhere. Latency: the best (lowest) round as well, for the
+# same reason: other load on the machine only ever adds latency, and both builds ran the same
+# number of rounds, interleaved; every round's figure is shown on the row below.
+if num(r["base_drain_list_cur"]) && num(r["base_drain_list_12"])
+  phase = "baseline"
+  vals = ->(k) { all[k].map { |v| num(v) }.compact }
+  rounds = ->(k) { vals.(k).map { |v| fmt(v) }.join(" / ") }
+  c, o = vals.("base_drain_list_cur").max, vals.("base_drain_list_12").max
+  add.("drain list vs 1.2 (jobs/s)", c, "1.2, same run", o, c / o, "cur/1.2 >= 0.95 (no worse than 1.2)", c / o >= 0.95)
+  add.("  drain list, each round", rounds.("base_drain_list_cur"), "1.2, each round", rounds.("base_drain_list_12"), nil, "(info)", nil)
+  [["idle", "latency idle"], ["5000", "latency @5000/s"]].each do |load, label|
+    %w[p50 p99].each do |q|
+      c, o = vals.("base_lat_#{load}_#{q}_cur").min, vals.("base_lat_#{load}_#{q}_12").min
+      next unless c && o
+      ratio = o > 0 ? c / o : nil
+      if q == "p99"
+        # Sub-millisecond p99s move by more than 5 % between rounds of one build on a shared
+        # machine: within 0.25 ms of 1.2 counts as no worse too.
+        add.("#{label} #{q} vs 1.2 (ms)", c, "1.2, same run", o, ratio, "cur <= 1.05 x 1.2 or + 0.25 ms (no worse than 1.2)",
+             ratio && (ratio <= 1.05 || c - o <= 0.25))
+        add.("  #{label} #{q}, each round", rounds.("base_lat_#{load}_#{q}_cur"), "1.2, each round", rounds.("base_lat_#{load}_#{q}_12"), nil, "(info)", nil)
+      else
+        add.("#{label} #{q} vs 1.2 (ms)", c, "1.2, same run", o, ratio, "(info)", nil)
+      end
+    end
+  end
+  mm = num(r["base_redis_maxmemory"])
+  add.("Redis maxmemory in this phase", "#{fmt(mm)} bytes, #{r["base_redis_policy"]}", "", nil, nil, "(the condition, info)", nil) if mm
+end
+
+phase = "drain"
 %w[list sidekiq].each do |t|
   j = num(r["drain_#{t}_jobbuf"])
   next unless j
@@ -43,15 +80,18 @@ end
   st = num(r["drain_#{t}_stale"])
   add.("  SQL path, plan from empty table", st, "SQL-only DELETE..RETURNING", c, st / c, "(#{r["drain_#{t}_stale_n"]} jobs, info)", nil) if st
 end
+phase = "redisprod"
 if (t = num(r["drain_tls"])) && (p = num(r["drain_plain"]))
   add.("drain list over TLS (jobs/s)", t, "same run, plain TCP", p, t / p, "tls/plain >= 0.80", t / p >= 0.80)
 end
 if (w = num(r["drain_replicas_1"])) && (z = num(r["drain_replicas_0"]))
   add.("drain list, min_replicas=1 (jobs/s)", w, "min_replicas=0, replica attached", z, w / z, "(WAIT per batch, info)", nil)
 end
+phase = "cluster"
 if (c = num(r["drain_cluster_cluster"])) && (o = num(r["drain_cluster_single"]))
   add.("drain 6 list queues, 3-master Redis Cluster (jobs/s)", c, "same queues, one Redis", o, c / o, "cluster/single >= 1.0 (goal, info)", nil)
 end
+phase = "staging"
 [["one", "stage 1 job/tx (tps)", "plain INSERT", 1.15], ["batch", "stage 100 jobs/tx (tps)", "multi-row INSERT of 100", 1.20]].each do |form, label, cmp, limit|
   j, p = num(r["stage_#{form}_jobbuf"]), num(r["stage_#{form}_plain"])
   next unless j
@@ -63,12 +103,14 @@ end
   w = num(r["stage_#{form}_paused"])
   add.("  same, worker paused (no drain)", w, cmp, p, p / w, "(decomposition, info)", nil) if w
 end
+phase = "databases"
 if num(r["db_drain_one"])
   one, two = num(r["db_drain_one"]), num(r["db_drain_two"])
   add.("drain, two databases at once (jobs/s)", two, "one database", one, two / one, "(every database, info)", nil)
   add.("wake-up latency, #{r["db_lat_count"]} databases p50 (ms)", num(r["db_lat_p50"]), "", nil, nil, "(info)", nil)
   add.("wake-up latency, #{r["db_lat_count"]} databases p99 (ms)", num(r["db_lat_p99"]), "", nil, nil, "(info)", nil)
 end
+phase = "scrape"
 if (b = num(r["scrape_before_ms"])) && (a = num(r["scrape_after_ms"]))
   jobs = fmt(num(r["scrape_jobs"]))
   add.("scrape: jobbuf_stats(), #{jobs} jobs waiting (ms)", a, "1.1 jobbuf_stats (counts jobs)", b, b / a, "O(queues): faster", a < b)
@@ -82,6 +124,7 @@ if (b = num(r["scrape_before_ms"])) && (a = num(r["scrape_after_ms"]))
     add.("  a live queue's latency max meanwhile (ms, #{r["scrape_lat_over20"]} samples over 20 ms)", lm, "the census in one step", c, c / lm, "(info)", nil) if lm
   end
 end
+phase = "latency"
 if num(r["lat_idle_p50"])
   add.("latency idle p50 (ms)", num(r["lat_idle_p50"]), "target", 1.0, num(r["lat_idle_p50"]) / 1.0, "<= 1 ms", num(r["lat_idle_p50"]) <= 1.0)
   add.("latency idle p99 (ms)", num(r["lat_idle_p99"]), "target", 5.0, num(r["lat_idle_p99"]) / 5.0, "<= 5 ms", num(r["lat_idle_p99"]) <= 5.0)
@@ -99,6 +142,7 @@ if num(r["lat_idle_p50"])
   end
 end
 # Held snapshot (docs/storage.md): the same single-job load without and with a snapshot held.
+phase = "snapshot"
 (1..9).each do |k|
   next unless num(r["snap_s#{k}held_p50"]) && num(r["snap_s#{k}none_p50"])
   n, h = "snap_s#{k}none", "snap_s#{k}held"
@@ -113,6 +157,7 @@ end
   add.("#{tag}: rotations", r["#{h}_rotations"].to_s, "no snapshot", r["#{n}_rotations"].to_s, nil, "(info)", nil)
   add.("#{tag}: catch-up after release (ms)", r["#{h}_catchup_ms"].to_s, "no snapshot", r["#{n}_catchup_ms"].to_s, nil, "(info)", nil)
 end
+phase = "sustain"
 if num(r["sustain_normal_rate"])
   rate = r["sustain_rate"]
   %w[normal held].each do |l|
@@ -142,17 +187,20 @@ if num(r["sustain_normal_rate"])
   end
 end
 
+phase = "activejob"
 if num(r["activejob_jobbuf"])
   j, s = num(r["activejob_jobbuf"]), num(r["activejob_sidekiq"])
   add.("perform_later in a txn, 1 Ruby process (jobs/s)", j, "ActiveJob's Sidekiq adapter", s, j / s, "(info)", nil)
 end
 
+phase = "frameworks"
 { "bullmq" => "BullMQ's Queue.addBulk (Node)", "celery" => "Celery's apply_async loop (Python)" }.each do |fw, own|
   next unless num(r["fw_#{fw}_jobbuf"])
   j, o = num(r["fw_#{fw}_jobbuf"]), num(r["fw_#{fw}_own"])
   add.("drain #{r["fw_jobs"]} jobs into #{fw} (jobs/s)", j, own, o, j / o, "jobbuf ahead", j > o)
 end
 
+phase = "clients"
 [["clients_node_add", "Queue.add in a txn, 1 Node process (jobs/s)", "BullMQ's Queue.add"],
  ["clients_node_addbulk", "Queue.addBulk(100) in a txn, 1 Node process (jobs/s)", "BullMQ's Queue.addBulk"],
  ["clients_celery", "apply_async in a txn, 1 Python process (tasks/s)", "Celery's apply_async"],
@@ -163,6 +211,7 @@ end
   add.(figure, j, own, o, o ? j / o : nil, "(info)", nil)
 end
 
+phase = "queues"
 if r["queues_counts"]
   few, many = r["queues_counts"].split(",").minmax_by(&:to_i)
   f, m = r["queues_#{few}_active"], r["queues_#{many}_active"]
@@ -185,4 +234,4 @@ line = ->(cells) { cells.each_with_index.map { |c, i| i == 0 || i == 2 || i == 5
 puts "jobbuf benchmark (#{settings})"
 puts line.(headers)
 puts widths.map { |w| "-" * w }.join("-+-")
-rows.each { |x| puts line.(x) }
+rows.each { |x| puts line.(x[0, 7]) }

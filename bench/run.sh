@@ -19,7 +19,14 @@
 #                                  transactions at RATE jobs/s (70%: of the measured single-job staging rate),
 #                                  HOLD a REPEATABLE READ snapshot held for N s at a time, the whole run (all),
 #                                  or pg_dump's lock on jobbuf.jobs (dump: ACCESS SHARE held with the snapshot)
-#   BENCH_PHASES [drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients scrape]   a subset to run; add "profile" for a perf profile
+#   BENCH_PHASES [baseline drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients scrape queues]
+#                                  a subset to run; add "profile" for a perf profile
+#   BENCH_BASELINE_ROUNDS [2]      rounds of the "baseline" phase: this build and release 1.2 (commit 6738a34) installed in
+#                                  turn (current, 1.2, then 1.2, current, ...), each measured with the drain phase's list
+#                                  drain and the latency phase's idle and 5000/s probes
+#   BENCH_REDIS_MAXMEMORY [1gb]    the maxmemory the redis-server is restarted with for the "baseline" phase (0: none)
+#   BENCH_DOCS []                  1: write docs/performance.md from this run even when it ran a subset of the phases;
+#                                  0: never (by default it is written when every default phase ran)
 #   BENCH_AJ_SECONDS [5] BENCH_AJ_ROUNDS [2]   each run and the rounds of the activejob phase
 #   BENCH_REDISPROD_JOBS [BENCH_JOBS/4]  jobs per drain of the redisprod phase (TLS vs plain, min_replicas)
 #   BENCH_CLUSTER_JOBS [BENCH_JOBS/4]    jobs per drain of the cluster phase (3-master Redis Cluster vs one Redis)
@@ -53,7 +60,11 @@ BENCH_LAT_SECONDS=${BENCH_LAT_SECONDS:-10}
 BENCH_SUSTAIN_SECONDS=${BENCH_SUSTAIN_SECONDS:-60}
 BENCH_SUSTAIN_RATE=${BENCH_SUSTAIN_RATE:-}
 BENCH_FSYNC=${BENCH_FSYNC:-off}
-BENCH_PHASES=${BENCH_PHASES:-drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients scrape queues}
+BENCH_DEFAULT_PHASES="baseline drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients scrape queues"
+BENCH_PHASES=${BENCH_PHASES:-$BENCH_DEFAULT_PHASES}
+BENCH_BASELINE_ROUNDS=${BENCH_BASELINE_ROUNDS:-2}
+BENCH_REDIS_MAXMEMORY=${BENCH_REDIS_MAXMEMORY:-1gb}
+BENCH_DOCS=${BENCH_DOCS:-}
 BENCH_SCRAPE_JOBS=${BENCH_SCRAPE_JOBS:-1000000}
 BENCH_SCRAPE_PROBE_SECONDS=${BENCH_SCRAPE_PROBE_SECONDS:-20}
 BENCH_SCRAPE_CALLS=${BENCH_SCRAPE_CALLS:-20}
@@ -64,6 +75,41 @@ BENCH_SNAPSHOT_RUNS=${BENCH_SNAPSHOT_RUNS:-800:120 2000:all 2000:dump 70%:all}
 BENCH_DB_JOBS=${BENCH_DB_JOBS:-500000}
 BENCH_DB_COUNT=${BENCH_DB_COUNT:-50}
 BENCH_BUILD=${BENCH_BUILD:-1}
+BENCH_AJ_SECONDS=${BENCH_AJ_SECONDS:-5} BENCH_AJ_ROUNDS=${BENCH_AJ_ROUNDS:-2}
+BENCH_CLIENTS_SECONDS=${BENCH_CLIENTS_SECONDS:-5} BENCH_CLIENTS_ROUNDS=${BENCH_CLIENTS_ROUNDS:-2}
+BENCH_REDISPROD_JOBS=${BENCH_REDISPROD_JOBS:-$((BENCH_JOBS / 4))} BENCH_CLUSTER_JOBS=${BENCH_CLUSTER_JOBS:-$((BENCH_JOBS / 4))}
+BENCH_FW_JOBS=${BENCH_FW_JOBS:-100000}
+export BENCH_AJ_SECONDS BENCH_AJ_ROUNDS  # bench/activejob.rb reads them
+
+# settings_used: the BENCH_* settings of the phases this run runs, as NAME=value; ...
+settings_used() {
+  local knobs="BENCH_JOBS BENCH_BATCH BENCH_FSYNC BENCH_BUILD" p v
+  for p in $BENCH_PHASES; do
+    case $p in
+      baseline) knobs+=" BENCH_BASELINE_ROUNDS BENCH_REDIS_MAXMEMORY BENCH_LAT_SECONDS" ;;
+      drain) knobs+=" BENCH_DRAIN_ROUNDS" ;;
+      staging) knobs+=" BENCH_STAGE_SECONDS BENCH_STAGE_ROUNDS" ;;
+      latency) knobs+=" BENCH_LAT_SECONDS" ;;
+      sustain) knobs+=" BENCH_SUSTAIN_SECONDS BENCH_SUSTAIN_RATE" ;;
+      snapshot) knobs+=" BENCH_SNAPSHOT_SECONDS BENCH_SNAPSHOT_RUNS" ;;
+      activejob) knobs+=" BENCH_AJ_SECONDS BENCH_AJ_ROUNDS" ;;
+      redisprod) knobs+=" BENCH_REDISPROD_JOBS BENCH_DRAIN_ROUNDS" ;;
+      cluster) knobs+=" BENCH_CLUSTER_JOBS BENCH_DRAIN_ROUNDS" ;;
+      frameworks) knobs+=" BENCH_FW_JOBS" ;;
+      databases) knobs+=" BENCH_DB_JOBS BENCH_DB_COUNT BENCH_LAT_SECONDS" ;;
+      clients) knobs+=" BENCH_CLIENTS_SECONDS BENCH_CLIENTS_ROUNDS" ;;
+      scrape) knobs+=" BENCH_SCRAPE_JOBS BENCH_SCRAPE_CALLS BENCH_SCRAPE_PROBE_SECONDS" ;;
+      queues) knobs+=" BENCH_QUEUES BENCH_QUEUES_SECONDS BENCH_LAT_SECONDS" ;;
+    esac
+  done
+  [ -z "${BENCH_PG_CONF:-}" ] || knobs+=" BENCH_PG_CONF"
+  for v in $(tr ' ' '\n' <<<"$knobs" | awk '!seen[$0]++'); do
+    case $v in
+      BENCH_SUSTAIN_RATE) printf '%s=%s; ' "$v" "${!v:-70% of what staging and drain sustain together}" ;;
+      *) printf '%s=%s; ' "$v" "${!v}" ;;
+    esac
+  done | tr '\n' ' ' | sed 's/; $//'
+}
 
 say() { printf '\n== %s  [%s]\n' "$*" "$(date +%T)"; }
 fail() { printf '\nbench: FAILED: %s\n' "$*" >&2; exit 1; }
@@ -78,6 +124,9 @@ ruby -e 'require "pg"; require "redis"' 2>/dev/null || fail "ruby-pg and ruby-re
 # Background processes this script starts; stopped (by pid) before the servers on any exit.
 BG_PIDS=()
 HELD_FD_OPEN=0
+# 1 while the baseline phase may have left another build than the current one installed:
+# bench_cleanup installs the current build again, whatever the outcome.
+BASELINE_SWAPPED=0
 bench_cleanup() {
   local status=$?
   trap - EXIT INT TERM
@@ -92,11 +141,16 @@ bench_cleanup() {
   fi
   if declare -F jb_stop_redis_cluster >/dev/null; then jb_stop_redis_cluster 2>/dev/null || true; fi
   jb_stop_all 2>/dev/null || true
+  if [ "$BASELINE_SWAPPED" = 1 ]; then
+    if install_current; then echo "bench: the current build is installed again (the baseline phase had installed 1.2)" >&2
+    else echo "bench: could not install the current build again: run make install" >&2; fi
+  fi
   [ $status -eq 0 ] || echo "bench: exited with status $status; servers stopped" >&2
   exit $status
 }
 trap 'fail "line $LINENO: $BASH_COMMAND"' ERR
 
+RUN_STARTED=$(date -u '+%Y-%m-%d %H:%M UTC')
 say "machine"
 echo "uptime: $(uptime)"
 echo "cpus: $(nproc); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
@@ -157,6 +211,16 @@ RESULTS=$JB_RUN/results
 : >"$RESULTS"
 result() { echo "$1=$2" >>"$RESULTS"; }
 result server_versions "PostgreSQL $(jb_sql 'SHOW server_version'), $(redis-server --version | sed -E 's/^([A-Za-z]+) server v=([^ ]+).*/\1 \2/')"
+# The run itself, for the summary and docs/performance.md (bench/performance_page.rb).
+result run_started "$RUN_STARTED"
+result run_cpus "$(nproc)"
+result run_cpu_model "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+result run_ram "$(awk '/^MemTotal:/ { printf "%.1f GB", $2 / 1048576 }' /proc/meminfo)"
+result run_kernel "$(uname -sr)"
+result run_os "$(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-?}")"
+result run_load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
+result run_phases "$BENCH_PHASES"
+result run_settings "$(settings_used)"
 div() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print 0; else printf "%.1f", a / b }'; }
 
 cpu_ticks() {  # utime + stime of a process, in clock ticks
@@ -201,6 +265,29 @@ redis_ingest() {
   jb_redis unlink bench:ingest >/dev/null
 }
 
+# jobbuf_drain QUEUE KEY: BENCH_JOBS jobs staged into QUEUE while the worker is disabled, then
+# timed from enabling it until KEY holds them all (drain_timer.rb); prints the rate and the CPU
+# the worker and redis-server spent, sets DRAIN_RATE (jobs/s) and DRAIN_CPU_PCT (the worker's
+# CPU, % of the wall time). The drain phase's jobbuf rows and the baseline phase's drains.
+jobbuf_drain() {
+  local queue=$1 key=$2 out n s w0 r0 w1 r1
+  worker_enabled off
+  prestage jobbuf.jobs "$queue" "$BENCH_JOBS"
+  jb_redis del "$key" >/dev/null
+  w0=$(cpu_ticks "$WORKER_PID"); r0=$(cpu_ticks "$JB_REDIS_PID")
+  out=$(ruby bench/drain_timer.rb jobbuf "$key" "$BENCH_JOBS" 900) || fail "jobbuf drain ($queue)"
+  w1=$(cpu_ticks "$WORKER_PID"); r1=$(cpu_ticks "$JB_REDIS_PID")
+  read -r n s <<<"$out"
+  wait_queue_empty "$queue" 30 || fail "jobbuf.jobs still holds jobs of $queue after the drain"
+  echo "$n jobs in ${s}s: $(div "$n" "$s") jobs/s"
+  awk -v w=$((w1 - w0)) -v r=$((r1 - r0)) -v hz="$(getconf CLK_TCK)" -v s="$s" -v n="$n" 'BEGIN {
+    printf "  CPU during the drain: worker %.2f s (%.0f%% of wall, %.1f us/job), redis-server %.2f s (%.1f us/job)\n",
+           w / hz, 100 * w / hz / s, 1e6 * w / hz / n, r / hz, 1e6 * r / hz / n }'
+  DRAIN_CPU_PCT=$(awk -v w=$((w1 - w0)) -v hz="$(getconf CLK_TCK)" -v s="$s" 'BEGIN { printf "%.0f", 100 * w / hz / s }')
+  DRAIN_RATE=$(div "$n" "$s")
+  jb_redis unlink "$key" >/dev/null
+}
+
 phase_drain() {
   local target queue key ext_key n s n_redis out round
   for round in $(seq 1 "$BENCH_DRAIN_ROUNDS"); do
@@ -218,21 +305,9 @@ phase_drain() {
     result drain_${target}_ceiling "$(div "$n" "$s")"
 
     say "drain $target, round $round: jobbuf worker ($BENCH_JOBS jobs)"
-    prestage jobbuf.jobs $queue "$BENCH_JOBS"
-    jb_redis del "$key" >/dev/null
-    local w0 r0 w1 r1
-    w0=$(cpu_ticks "$WORKER_PID"); r0=$(cpu_ticks "$JB_REDIS_PID")
-    out=$(ruby bench/drain_timer.rb jobbuf "$key" "$BENCH_JOBS" 900) || fail "jobbuf drain ($target)"
-    w1=$(cpu_ticks "$WORKER_PID"); r1=$(cpu_ticks "$JB_REDIS_PID")
-    read -r n s <<<"$out"
-    wait_queue_empty $queue 30 || fail "jobbuf.jobs still holds jobs of $queue after the drain"
-    echo "$n jobs in ${s}s: $(div "$n" "$s") jobs/s"
-    awk -v w=$((w1 - w0)) -v r=$((r1 - r0)) -v hz="$(getconf CLK_TCK)" -v s="$s" -v n="$n" 'BEGIN {
-      printf "  CPU during the drain: worker %.2f s (%.0f%% of wall, %.1f us/job), redis-server %.2f s (%.1f us/job)\n",
-             w / hz, 100 * w / hz / s, 1e6 * w / hz / n, r / hz, 1e6 * r / hz / n }'
-    result drain_${target}_worker_cpu_pct "$(awk -v w=$((w1 - w0)) -v hz="$(getconf CLK_TCK)" -v s="$s" 'BEGIN { printf "%.0f", 100 * w / hz / s }')"
-    result drain_${target}_jobbuf "$(div "$n" "$s")"
-    jb_redis unlink "$key" >/dev/null
+    jobbuf_drain $queue "$key"
+    result drain_${target}_worker_cpu_pct "$DRAIN_CPU_PCT"
+    result drain_${target}_jobbuf "$DRAIN_RATE"
     [ $target = list ] && redis_ingest "$round"
 
     say "drain $target, round $round: external Ruby enqueuer ($BENCH_JOBS jobs)"
@@ -351,29 +426,141 @@ phase_staging() {
 }
 
 # --- 3. commit-to-Redis latency --------------------------------------------------------------
+# latency_run idle|RATE: the latency probe (one single-job transaction every 2 ms for
+# BENCH_LAT_SECONDS, commit -> BLPOP) on an otherwise idle server, or under RATE commits/s of
+# background single-job staging into another queue (pgbench --rate, 4 clients); prints the
+# figures, sets LAT_N LAT_P50 LAT_P99 LAT_MAX (ms) and LAT_TPS (the background's achieved rate).
+# The latency phase and the baseline phase's probes.
+latency_run() {
+  local rate=$1 out pgb_out pgb_pid
+  LAT_TPS=
+  if [ "$rate" = idle ]; then
+    out=$("$LATENCY_PROBE" bench_lat jobbuf:bench_lat "$JB_REDIS_PORT" --seconds "$BENCH_LAT_SECONDS" --interval-ms 2) || fail "latency probe (idle)"
+    read -r LAT_N LAT_P50 LAT_P99 LAT_MAX <<<"$out"
+    echo "$LAT_N samples: p50 ${LAT_P50} ms, p99 ${LAT_P99} ms, max ${LAT_MAX} ms"
+    return 0
+  fi
+  pgb_out=$JB_RUN/pgbench_bg_$rate.out
+  pgbench -n -M prepared -c 4 -j 2 -R "$rate" -T $((BENCH_LAT_SECONDS + 4)) -f bench/pgbench/bg_stage.sql >"$pgb_out" 2>&1 &
+  pgb_pid=$!; BG_PIDS+=("$pgb_pid")
+  sleep 2
+  out=$("$LATENCY_PROBE" bench_lat jobbuf:bench_lat "$JB_REDIS_PORT" --seconds "$BENCH_LAT_SECONDS" --interval-ms 2) || fail "latency probe ($rate/s)"
+  read -r LAT_N LAT_P50 LAT_P99 LAT_MAX <<<"$out"
+  wait "$pgb_pid" || { cat "$pgb_out" >&2; fail "background pgbench at $rate/s"; }
+  LAT_TPS=$(awk '/^tps = / { printf "%.0f\n", $3; exit }' "$pgb_out")
+  echo "$LAT_N samples: p50 ${LAT_P50} ms, p99 ${LAT_P99} ms, max ${LAT_MAX} ms (background achieved $LAT_TPS commits/s)"
+  wait_queue_empty bench_bg 60 || true
+  jb_redis unlink jobbuf:bench_bg >/dev/null
+}
+
 phase_latency() {
   worker_enabled on
-  local rate out n p50 p99 max pgb_out pgb_pid tps
+  local rate
   say "latency: idle server (${BENCH_LAT_SECONDS}s, one single-job transaction every 2 ms)"
-  out=$("$LATENCY_PROBE" bench_lat jobbuf:bench_lat "$JB_REDIS_PORT" --seconds "$BENCH_LAT_SECONDS" --interval-ms 2) || fail "latency probe (idle)"
-  read -r n p50 p99 max <<<"$out"
-  echo "$n samples: p50 ${p50} ms, p99 ${p99} ms, max ${max} ms"
-  result lat_idle_p50 "$p50"; result lat_idle_p99 "$p99"; result lat_idle_max "$max"; result lat_idle_n "$n"
+  latency_run idle
+  result lat_idle_p50 "$LAT_P50"; result lat_idle_p99 "$LAT_P99"; result lat_idle_max "$LAT_MAX"; result lat_idle_n "$LAT_N"
   for rate in 2000 5000; do
     say "latency: under $rate commits/s of background staging (pgbench --rate, 4 clients)"
-    pgb_out=$JB_RUN/pgbench_bg_$rate.out
-    pgbench -n -M prepared -c 4 -j 2 -R "$rate" -T $((BENCH_LAT_SECONDS + 4)) -f bench/pgbench/bg_stage.sql >"$pgb_out" 2>&1 &
-    pgb_pid=$!; BG_PIDS+=("$pgb_pid")
-    sleep 2
-    out=$("$LATENCY_PROBE" bench_lat jobbuf:bench_lat "$JB_REDIS_PORT" --seconds "$BENCH_LAT_SECONDS" --interval-ms 2) || fail "latency probe ($rate/s)"
-    read -r n p50 p99 max <<<"$out"
-    wait "$pgb_pid" || { cat "$pgb_out" >&2; fail "background pgbench at $rate/s"; }
-    tps=$(awk '/^tps = / { printf "%.0f\n", $3; exit }' "$pgb_out")
-    echo "$n samples: p50 ${p50} ms, p99 ${p99} ms, max ${max} ms (background achieved $tps commits/s)"
-    result lat_${rate}_p50 "$p50"; result lat_${rate}_p99 "$p99"; result lat_${rate}_max "$max"; result lat_${rate}_tps "$tps"
-    wait_queue_empty bench_bg 60 || true
-    jb_redis unlink jobbuf:bench_bg >/dev/null
+    latency_run "$rate"
+    result lat_${rate}_p50 "$LAT_P50"; result lat_${rate}_p99 "$LAT_P99"; result lat_${rate}_max "$LAT_MAX"; result lat_${rate}_tps "$LAT_TPS"
   done
+}
+
+# --- baseline: this build against release 1.2, in one run, interleaved -----------------------
+# SPEC 1.3, "Flow control at the drain" (Cost): the list drain and the commit -> Redis latency no
+# worse than 1.2's, built and run in the same make bench, interleaved. Each round installs both
+# builds in turn (current, 1.2; the next round 1.2, current; ...): 1.2 as
+# test/upgrade/tools/releases.sh builds it (once per machine, major and compat patch), the current
+# one with make install. For each: restart Postgres so that library is loaded, DROP EXTENSION
+# jobbuf CASCADE / CREATE EXTENSION jobbuf (VERSION '1.2' for 1.2), the fixtures of
+# bench/sql/setup.sql again, then the drain phase's jobbuf list drain (BENCH_JOBS jobs) and the
+# latency phase's idle and 5000/s probes. Redis runs with maxmemory BENCH_REDIS_MAXMEMORY
+# meanwhile. At the end (bench_cleanup too, on any failure) the current build is installed again.
+# shellcheck disable=SC2034 # read by releases.sh
+E2E_ROOT=$ROOT
+# shellcheck source=../test/upgrade/tools/releases.sh
+source "$ROOT/test/upgrade/tools/releases.sh"
+
+# baseline_redis [redis-server options...]: the benchmark's redis-server restarted on its port with them.
+baseline_redis() {
+  kill "$JB_REDIS_PID" 2>/dev/null || true
+  wait "$JB_REDIS_PID" 2>/dev/null || true
+  JB_REDIS_ARGS=("$@")
+  jb_restart_redis >/dev/null || fail "redis-server did not start again on port $JB_REDIS_PORT with: $*"
+}
+
+# baseline_use cur|12: that build installed and loaded, the extension and the benchmark fixtures
+# (bench/sql/setup.sql: the bench schema and the queues) created afresh; WORKER_PID is its drain worker.
+baseline_use() {
+  local build=$1 version="" want
+  # Dropped while the library that created them is still loaded. The bench schema goes first: its
+  # tables copy jobbuf.jobs's column defaults (LIKE ... INCLUDING DEFAULTS), which the CASCADE would
+  # take from them; bench/sql/setup.sql makes it again below, as at the start of the run.
+  jb_psql -q -c "SET client_min_messages = warning" -c "DROP SCHEMA IF EXISTS bench CASCADE" \
+    -c "DROP EXTENSION IF EXISTS jobbuf CASCADE" >/dev/null
+  if [ "$build" = 12 ]; then
+    BASELINE_SWAPPED=1
+    install_release 1.2 || fail "building or installing jobbuf 1.2 (commit $(release_commit 1.2))"
+    version="VERSION '1.2'" want=1.2
+  else
+    install_current || fail "installing the current build (make install)"
+    BASELINE_SWAPPED=0
+    want=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$ROOT/jobbuf.control")
+  fi
+  jb_pg_ctl restart || fail "restarting Postgres to load the $want library"
+  jb_sql "CREATE EXTENSION jobbuf $version" >/dev/null
+  jb_psql -q -f bench/sql/setup.sql >/dev/null || fail "loading bench/sql/setup.sql (jobbuf $want)"
+  [ "$(jb_sql "SELECT jobbuf.library_version()")" = "$want" ] \
+    || fail "the loaded library is $(jb_sql "SELECT jobbuf.library_version()"), not $want"
+  worker_enabled on
+  jb_wait_until '[ -n "$(jb_sql "SELECT pid FROM jobbuf_worker_status() WHERE running AND database = current_database()")" ]' 30 \
+    || fail "the jobbuf $want drain worker did not start"
+  WORKER_PID=$(jb_sql "SELECT pid FROM jobbuf_worker_status() WHERE running AND database = current_database()")
+  echo "jobbuf $(jb_sql "SELECT extversion FROM pg_extension WHERE extname = 'jobbuf'") (library $want) loaded; drain worker pid $WORKER_PID"
+}
+
+phase_baseline() {
+  local round order build name t0=$SECONDS
+  if ! git -C "$ROOT" cat-file -e "$(release_commit 1.2)^{commit}" 2>/dev/null; then
+    say "baseline: NOT MEASURED: building 1.2 needs the git history with commit $(release_commit 1.2) (a shallow clone or an archive?)"
+    return 0
+  fi
+  say "baseline: redis-server restarted with maxmemory $BENCH_REDIS_MAXMEMORY"
+  baseline_redis --maxmemory "$BENCH_REDIS_MAXMEMORY"
+  local maxmemory policy
+  maxmemory=$(jb_redis config get maxmemory | sed -n 2p)
+  policy=$(jb_redis config get maxmemory-policy | sed -n 2p)
+  echo "redis-server maxmemory $maxmemory bytes ($BENCH_REDIS_MAXMEMORY), maxmemory-policy $policy"
+  result base_redis_maxmemory "$maxmemory"; result base_redis_policy "$policy"
+  result base_release "1.2 (commit $(release_commit 1.2))"
+  for round in $(seq 1 "$BENCH_BASELINE_ROUNDS"); do
+    if [ $((round % 2)) = 1 ]; then order="cur 12"; else order="12 cur"; fi
+    for build in $order; do
+      if [ "$build" = 12 ]; then name="1.2"; else name="current"; fi
+      say "baseline, round $round: $name build"
+      baseline_use "$build"
+      say "baseline, round $round, $name: list drain ($BENCH_JOBS jobs)"
+      jobbuf_drain bench_list jobbuf:bench_list
+      result "base_drain_list_$build" "$DRAIN_RATE"
+      worker_enabled on
+      say "baseline, round $round, $name: latency, idle server (${BENCH_LAT_SECONDS}s, one single-job transaction every 2 ms)"
+      latency_run idle
+      result "base_lat_idle_p50_$build" "$LAT_P50"; result "base_lat_idle_p99_$build" "$LAT_P99"; result "base_lat_idle_max_$build" "$LAT_MAX"
+      say "baseline, round $round, $name: latency under 5000 commits/s of background staging"
+      latency_run 5000
+      result "base_lat_5000_p50_$build" "$LAT_P50"; result "base_lat_5000_p99_$build" "$LAT_P99"
+      result "base_lat_5000_max_$build" "$LAT_MAX"; result "base_lat_5000_tps_$build" "$LAT_TPS"
+    done
+  done
+  say "baseline: redis-server without maxmemory again, the current build back for the other phases"
+  baseline_redis
+  baseline_use cur
+  result base_rounds "$BENCH_BASELINE_ROUNDS"
+  echo "baseline phase: $((SECONDS - t0)) s"
+  result base_seconds "$((SECONDS - t0))"
+  awk -F= '$1 ~ /^base_(drain|lat_idle_p50|lat_idle_p99|lat_5000_p99)_/ { v[$1] = v[$1] (v[$1] == "" ? "" : ", ") $2 }
+    END { n = split("drain_list lat_idle_p50 lat_idle_p99 lat_5000_p99", f, " ")
+          for (i = 1; i <= n; i++) printf "  %-14s current: %-26s 1.2: %s\n", f[i], v["base_" f[i] "_cur"], v["base_" f[i] "_12"] }' "$RESULTS"
 }
 
 # --- 4. sustained load -----------------------------------------------------------------------
@@ -543,7 +730,7 @@ phase_profile() {
 # --- activejob: perform_later in a transaction, the jobbuf gem vs ActiveJob's Sidekiq adapter ---
 phase_activejob() {
   worker_enabled on
-  say "activejob: perform_later inside a transaction, one Ruby process (${BENCH_AJ_SECONDS:-5}s per run)"
+  say "activejob: perform_later inside a transaction, one Ruby process (${BENCH_AJ_SECONDS}s per run)"
   BENCH_RESULTS=$RESULTS ruby bench/activejob.rb || fail "bench/activejob.rb"
 }
 
@@ -566,7 +753,6 @@ redisprod_url() {
   jb_sql "ALTER SYSTEM SET jobbuf.redis_url = '$1'" >/dev/null
 }
 phase_redisprod() {
-  BENCH_REDISPROD_JOBS=${BENCH_REDISPROD_JOBS:-$((BENCH_JOBS / 4))}
   local certs=$JB_RUN/tls tls_port replica_port round
   source "$ROOT/test/harness/tls_certs.sh"
   jb_make_tls_certs "$certs" || fail "making TLS certificates"
@@ -622,7 +808,6 @@ cluster_drain() {  # cluster_drain LABEL
   result "drain_cluster_$1" "$(div "$n" "$s")"
 }
 phase_cluster() {
-  BENCH_CLUSTER_JOBS=${BENCH_CLUSTER_JOBS:-$((BENCH_JOBS / 4))}
   local round port q
   source "$ROOT/test/harness/redis_cluster.sh"
   jb_start_redis_cluster --appendonly no || fail "starting the Redis Cluster"   # persistence as the single Redis
@@ -650,7 +835,7 @@ phase_cluster() {
 # moved into Redis by jobbuf's worker from jobs pre-staged while it was disabled (timed until the
 # framework's list holds them all), and by the framework's own producer from Node / Python.
 phase_frameworks() {
-  local n=${BENCH_FW_JOBS:-100000} out count s own
+  local n=$BENCH_FW_JOBS out count s own
   bash test/consumers/install.sh >/dev/null || fail "installing the Node test consumers (bullmq)"
   result fw_jobs "$n"
   jb_sql "SELECT jobbuf_create_queue('bench_bq', 'bullmq') WHERE NOT EXISTS (SELECT FROM jobbuf.queues WHERE name = 'bench_bq')" >/dev/null
@@ -707,7 +892,7 @@ phase_frameworks() {
 # client (staged; the worker, running, delivers after the commit) or the framework's own producer
 # (pushed to Redis from inside the transaction).
 phase_clients() {
-  local s=${BENCH_CLIENTS_SECONDS:-5} rounds=${BENCH_CLIENTS_ROUNDS:-2} out python
+  local s=$BENCH_CLIENTS_SECONDS rounds=$BENCH_CLIENTS_ROUNDS out python
   bash test/clients/install_node.sh >/dev/null || fail "installing the Node client's dependencies"
   worker_enabled on
   jb_psql -q >/dev/null <<'SQL'
@@ -882,6 +1067,7 @@ phase_queues() {
   result queues_counts "${BENCH_QUEUES// /,}"
 }
 
+has_phase baseline && phase_baseline   # first: it restarts the cluster and recreates the extension
 has_phase drain && phase_drain
 has_phase staging && { say "staging cost (pgbench -M prepared, 8 clients, ${BENCH_STAGE_SECONDS}s per run, worker running)"; phase_staging; }
 has_phase latency && phase_latency
@@ -899,5 +1085,19 @@ has_phase queues && phase_queues
 
 say "summary"
 echo "uptime at end: $(uptime)"
+result run_ended "$(date -u '+%Y-%m-%d %H:%M UTC')"
+result run_load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
 [ -z "${BENCH_RESULTS:-}" ] || cp "$RESULTS" "$BENCH_RESULTS"
 ruby bench/report.rb "$RESULTS" "BENCH_JOBS=$BENCH_JOBS fsync=$BENCH_FSYNC synchronous_commit=on shared_buffers=1GB batch=$BENCH_BATCH"
+
+# docs/performance.md from this run: with BENCH_DOCS=1, or when every default phase ran.
+missing=$(for p in $BENCH_DEFAULT_PHASES; do has_phase "$p" || printf '%s ' "$p"; done)
+if [ "$BENCH_DOCS" = 0 ]; then
+  echo "docs/performance.md not rewritten: BENCH_DOCS=0"
+elif [ "$BENCH_DOCS" = 1 ] || [ -z "$missing" ]; then
+  ruby bench/performance_page.rb "$RESULTS" docs/performance.md || fail "writing docs/performance.md (bench/performance_page.rb)"
+  if [ "$BENCH_DOCS" = 1 ]; then echo "docs/performance.md rewritten from this run (BENCH_DOCS=1; phases: $BENCH_PHASES)"
+  else echo "docs/performance.md rewritten from this run (the full default phase list ran)"; fi
+else
+  echo "docs/performance.md not rewritten: partial run (not run: ${missing% }; BENCH_DOCS=1 writes it anyway)"
+fi

@@ -1,7 +1,8 @@
 # Earlier releases of jobbuf, built from git history exactly as their users run them (sourced by
-# the upgrade scripts). A release is built once per machine, commit, major and compat patch (kept
-# under ${TMPDIR:-/tmp}/jobbuf-release-<commit>-<version>-<patch digest>), then installed over the
-# current build; the caller puts the current build back with install_current.
+# the upgrade scripts, and by bench/run.sh for its baseline phase; the caller sets E2E_ROOT, the
+# repository, and defines say and fail). A release is built once per machine, commit, major and
+# compat patch (kept under ${TMPDIR:-/tmp}/jobbuf-release-<commit>-<version>-<patch digest>), then
+# installed over the current build; the caller puts the current build back with install_current.
 #   install_release VERSION   # 1.0 (commit 26da9a3), 1.1 (commit 5b86380) or 1.2 (commit 6738a34);
 #                             false on failure
 #   install_current
