@@ -67,6 +67,7 @@ PHASES = {
                "today's (reads the worker's census), and the worker's pauses for its census " \
                "([operations.md](operations.md))."],
   "queues" => ["Many queues", "The idle worker's CPU and the commit → Redis latency with many queues against few."],
+  "schedules" => ["Periodic jobs", "The idle worker's CPU and the commit → Redis latency with many schedules, none due, against none."],
 }.freeze
 
 cell = ->(v) { v.to_s.strip.empty? ? "-" : v.to_s.gsub("|", "\\|") }

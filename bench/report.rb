@@ -222,6 +222,13 @@ if r["queues_counts"]
     add.("commit -> Redis #{q}, #{m} queues (ms)", v, "#{f} queues", base, base && base > 0 ? v / base : nil, "(info)", nil)
   end
 end
+if (n = r["sched_count"]) && num(r["sched_#{n}_idle_cpu"])
+  phase = "schedules"
+  many, none = num(r["sched_#{n}_idle_cpu"]), num(r["sched_0_idle_cpu"])
+  add.("idle worker CPU, #{fmt(num(n))} schedules none due (% of a core)", many, "no schedule", none, nil,
+       "within 1 point of no schedule", many - none <= 1.0)
+  add.("  commit -> Redis p99 with them (ms)", num(r["sched_#{n}_p99"]), "no schedule", num(r["sched_0_p99"]), nil, "(info)", nil)
+end
 
 if settings == "--rows"
   rows.each { |x| puts x.join("\t") }

@@ -42,6 +42,8 @@
 #                                  counts the backlog (its longest pause: one census step vs the census in one step)
 #   BENCH_QUEUES [10 10000]        queue counts of the "queues" phase (idle worker CPU, commit -> Redis latency)
 #   BENCH_QUEUES_SECONDS [10]      each idle CPU measurement of the "queues" phase
+#   BENCH_SCHEDULES [10000]        schedules of the "schedules" phase, none due (idle worker CPU with
+#                                  them against none, and the commit -> Redis latency)
 #   BENCH_BUILD [1]                0: skip `make && make install` (use the installed extension)
 #   BENCH_PG_CONF []               extra postgresql.conf lines (diagnostics, e.g. auto_explain)
 #   BENCH_RESULTS []               also copy the key=value results file there (bench/majors.sh)
@@ -60,7 +62,7 @@ BENCH_LAT_SECONDS=${BENCH_LAT_SECONDS:-10}
 BENCH_SUSTAIN_SECONDS=${BENCH_SUSTAIN_SECONDS:-60}
 BENCH_SUSTAIN_RATE=${BENCH_SUSTAIN_RATE:-}
 BENCH_FSYNC=${BENCH_FSYNC:-off}
-BENCH_DEFAULT_PHASES="baseline drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients scrape queues"
+BENCH_DEFAULT_PHASES="baseline drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients scrape queues schedules"
 BENCH_PHASES=${BENCH_PHASES:-$BENCH_DEFAULT_PHASES}
 BENCH_BASELINE_ROUNDS=${BENCH_BASELINE_ROUNDS:-2}
 BENCH_REDIS_MAXMEMORY=${BENCH_REDIS_MAXMEMORY:-1gb}
@@ -70,6 +72,7 @@ BENCH_SCRAPE_PROBE_SECONDS=${BENCH_SCRAPE_PROBE_SECONDS:-20}
 BENCH_SCRAPE_CALLS=${BENCH_SCRAPE_CALLS:-20}
 BENCH_QUEUES=${BENCH_QUEUES:-10 10000}
 BENCH_QUEUES_SECONDS=${BENCH_QUEUES_SECONDS:-10}
+BENCH_SCHEDULES=${BENCH_SCHEDULES:-10000}
 BENCH_SNAPSHOT_SECONDS=${BENCH_SNAPSHOT_SECONDS:-60}
 BENCH_SNAPSHOT_RUNS=${BENCH_SNAPSHOT_RUNS:-800:120 2000:all 2000:dump 70%:all}
 BENCH_DB_JOBS=${BENCH_DB_JOBS:-500000}
@@ -100,6 +103,7 @@ settings_used() {
       clients) knobs+=" BENCH_CLIENTS_SECONDS BENCH_CLIENTS_ROUNDS" ;;
       scrape) knobs+=" BENCH_SCRAPE_JOBS BENCH_SCRAPE_CALLS BENCH_SCRAPE_PROBE_SECONDS" ;;
       queues) knobs+=" BENCH_QUEUES BENCH_QUEUES_SECONDS BENCH_LAT_SECONDS" ;;
+      schedules) knobs+=" BENCH_SCHEDULES BENCH_QUEUES_SECONDS BENCH_LAT_SECONDS" ;;
     esac
   done
   [ -z "${BENCH_PG_CONF:-}" ] || knobs+=" BENCH_PG_CONF"
@@ -1067,6 +1071,41 @@ phase_queues() {
   result queues_counts "${BENCH_QUEUES// /,}"
 }
 
+# --- schedules: what periodic jobs cost while none is due ------------------------------------------
+# The worker idle with no schedule, then with BENCH_SCHEDULES yearly schedules whose next tick is
+# months away: its CPU time over BENCH_QUEUES_SECONDS and the commit -> Redis latency of
+# single-job transactions, each time. The worker keeps the next due tick and reads it again only
+# when jobbuf.schedules changes: the count should not show.
+phase_schedules() {
+  worker_enabled on
+  local count ticks0 ticks1 hz cpu out n p50 p99 max
+  hz=$(getconf CLK_TCK)
+  jb_sql "SELECT jobbuf_create_queue('bench_ticks', 'list', if_not_exists => true)" >/dev/null
+  jb_sql "SELECT count(jobbuf_unschedule(name)) FROM jobbuf_schedules() WHERE name LIKE 'bench_tick_%'" >/dev/null
+  for count in 0 "$BENCH_SCHEDULES"; do
+    if [ "$count" -gt 0 ]; then
+      jb_psql -q -o /dev/null -c "SET client_min_messages = warning" \
+        -c "SELECT count(jobbuf_schedule('bench_tick_' || g, '0 0 1 1 *', 'bench_ticks', '{}')) FROM generate_series(1, $count) g"
+    fi
+    say "schedules: $count, none due; worker idle for ${BENCH_QUEUES_SECONDS}s, then commit -> Redis latency (${BENCH_LAT_SECONDS}s)"
+    wait_queue_empty bench_lat 60 || true
+    settle ""
+    sleep 2
+    ticks0=$(cpu_ticks "$WORKER_PID")
+    sleep "$BENCH_QUEUES_SECONDS"
+    ticks1=$(cpu_ticks "$WORKER_PID")
+    cpu=$(awk -v t=$((ticks1 - ticks0)) -v hz="$hz" -v s="$BENCH_QUEUES_SECONDS" 'BEGIN { printf "%.1f", 100 * t / hz / s }')
+    echo "idle worker: ${cpu}% of a core ($((ticks1 - ticks0)) ticks in ${BENCH_QUEUES_SECONDS}s)"
+    out=$("$LATENCY_PROBE" bench_lat jobbuf:bench_lat "$JB_REDIS_PORT" --seconds "$BENCH_LAT_SECONDS" --interval-ms 20) \
+      || fail "latency probe ($count schedules)"
+    read -r n p50 p99 max <<<"$out"
+    echo "$n samples: p50 ${p50} ms, p99 ${p99} ms, max ${max} ms"
+    result "sched_${count}_idle_cpu" "$cpu"; result "sched_${count}_p99" "$p99"
+  done
+  result sched_count "$BENCH_SCHEDULES"
+  jb_sql "SELECT count(jobbuf_unschedule(name)) FROM jobbuf_schedules() WHERE name LIKE 'bench_tick_%'" >/dev/null
+}
+
 has_phase baseline && phase_baseline   # first: it restarts the cluster and recreates the extension
 has_phase drain && phase_drain
 has_phase staging && { say "staging cost (pgbench -M prepared, 8 clients, ${BENCH_STAGE_SECONDS}s per run, worker running)"; phase_staging; }
@@ -1082,6 +1121,7 @@ has_phase databases && phase_databases
 has_phase clients && phase_clients
 has_phase scrape && phase_scrape
 has_phase queues && phase_queues
+has_phase schedules && phase_schedules
 
 say "summary"
 echo "uptime at end: $(uptime)"

@@ -165,6 +165,9 @@ REVOKE ALL ON FUNCTION jobbuf_create_queue(text, text, jsonb, boolean) FROM PUBL
 ALTER FUNCTION jobbuf_create_queue(text, text, jsonb, boolean) SECURITY DEFINER;
 GRANT EXECUTE ON FUNCTION jobbuf_create_queue(text, text, jsonb, boolean) TO jobbuf_admin;
 
+-- A tick's id (src/sql/00_schema.sql): what the ids consumers see derive from for a periodic job.
+ALTER TABLE jobbuf.jobs ADD COLUMN tick_id bigint;
+
 -- Periodic jobs (src/sql/70_schedules.sql, as the fresh install makes them; docs/schedules.md).
 -- One row per schedule, dumped with the data (pg_extension_config_dump below). owner is the role
 -- that called jobbuf_schedule: a tick is staged only while that role may INSERT into
@@ -402,10 +405,11 @@ BEGIN
             END IF;
             FOREACH tick IN ARRAY ticks LOOP
                 job := NULL;
-                INSERT INTO jobbuf.jobs (queue, payload, run_at, unique_key)
+                INSERT INTO jobbuf.jobs (queue, payload, run_at, unique_key, tick_id)
                 VALUES (s.queue, s.payload, tick,
                         CASE WHEN s.unique_ticks THEN s.name OPERATOR(pg_catalog.||) ':'
-                             OPERATOR(pg_catalog.||) jobbuf.tick_text(tick) END)
+                             OPERATOR(pg_catalog.||) jobbuf.tick_text(tick) END,
+                        jobbuf.tick_id(s.name, tick))
                 ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND group_id IS NULL DO NOTHING
                 RETURNING id INTO job;
                 last_job := coalesce(job, last_job);
@@ -429,6 +433,17 @@ BEGIN
             WHERE NOT d.paused AND d.installation OPERATOR(pg_catalog.=) jobbuf.installation_id());
 END $$;
 
+-- A tick's id (jobbuf.jobs.tick_id): 61 bits of the MD5 of '<name>:<tick>' with bit 61 set, so
+-- that it never equals a job id (those stay below 2^61); with the installation's salt it makes
+-- the ids consumers see (Sidekiq jid, BullMQ and Celery ids, stream uid) for every staging of
+-- that tick.
+CREATE FUNCTION jobbuf.tick_id(schedule text, tick timestamptz)
+RETURNS bigint LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, pg_temp AS $$
+    SELECT (('x' OPERATOR(pg_catalog.||) pg_catalog.substr(pg_catalog.md5(schedule OPERATOR(pg_catalog.||) ':'
+                OPERATOR(pg_catalog.||) jobbuf.tick_text(tick)), 1, 16))::bit(64)::bigint
+            OPERATOR(pg_catalog.&) 2305843009213693951) OPERATOR(pg_catalog.|) 2305843009213693952;
+$$;
+
 -- A tick as unique keys and ids write it: UTC, ISO 8601, 2026-03-29T01:00:00Z.
 CREATE FUNCTION jobbuf.tick_text(tick timestamptz)
 RETURNS text LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, pg_temp AS $$
@@ -441,7 +456,8 @@ $$;
 REVOKE ALL ON FUNCTION jobbuf.schedules_changed_trigger(), jobbuf.next_tick(text, text, timestamptz),
     jobbuf.ticks_between(text, text, timestamptz, timestamptz, integer), jobbuf.calling_role(),
     jobbuf_schedule(text, text, text, jsonb, jsonb), jobbuf.database_has_worker(), jobbuf_unschedule(text),
-    jobbuf_schedules(), jobbuf_prometheus_schedules(), jobbuf.stage_due_ticks(integer), jobbuf.tick_text(timestamptz)
+    jobbuf_schedules(), jobbuf_prometheus_schedules(), jobbuf.stage_due_ticks(integer), jobbuf.tick_text(timestamptz),
+    jobbuf.tick_id(text, timestamptz)
     FROM PUBLIC;
 ALTER FUNCTION jobbuf_schedule(text, text, text, jsonb, jsonb) SECURITY DEFINER;
 ALTER FUNCTION jobbuf_unschedule(text) SECURITY DEFINER;

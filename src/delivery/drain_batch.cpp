@@ -75,7 +75,7 @@ void prepare_plans(void)
             "       ELSE j.payload::text END,"
             "  pg_catalog.date_part('epoch', j.staged_at), pg_catalog.date_part('epoch', j.run_at),"
             "  coalesce(j.payload OPERATOR(pg_catalog.?) $6, false),"
-            "  j.payload, j.partition_key, j.unique_key, j.staged_at, j.attempts, j.origin",
+            "  j.payload, j.partition_key, j.unique_key, j.staged_at, j.attempts, j.origin, j.tick_id",
             7, types);
     }
     {

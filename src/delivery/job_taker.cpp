@@ -103,6 +103,7 @@ void append_job(TupleTableSlot* slot, const jobbuf::redis::TargetTraits& target,
     StagedJob* job = new (&taken->jobs[i]) StagedJob();
     job->id = DatumGetInt64(v[kJobsId - 1]);
     job->id_salt = installation_id_salt(*DatumGetUUIDP(v[kJobsOrigin - 1]));
+    job->tick_id = isnull[kJobsTickId - 1] ? 0 : DatumGetInt64(v[kJobsTickId - 1]);
     job->staged_at = epoch_seconds(DatumGetTimestampTz(v[kJobsStagedAt - 1]));
     job->run_at = epoch_seconds(DatumGetTimestampTz(v[kJobsRunAt - 1]));
     job->payload_has_probed_key = target.probed_key != nullptr && has_top_level_key(payload, target.probed_key);

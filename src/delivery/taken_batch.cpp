@@ -69,6 +69,7 @@ bool receive_row(TupleTableSlot* slot, DestReceiver* self)
     job->run_at = jobbuf::redis::bounded_epoch_seconds(DatumGetFloat8(v[3]));
     job->payload_has_probed_key = DatumGetBool(v[4]);
     job->id_salt = installation_id_salt(*DatumGetUUIDP(v[10]));
+    job->tick_id = isnull[11] ? 0 : DatumGetInt64(v[11]);
     taken_batch_keep_record(batch, i, v[5], NullableDatum{v[6], isnull[6]}, NullableDatum{v[7], isnull[7]}, v[8], v[9],
                             v[10]);
 

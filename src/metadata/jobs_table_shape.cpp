@@ -35,6 +35,7 @@ const JobsColumnShape kColumns[kJobsColumns] = {
     {"lease_until", TIMESTAMPTZOID, false},
     {"origin", UUIDOID, true},
     {"owner", UUIDOID, true},
+    {"tick_id", INT8OID, false},
 };
 constexpr AttrNumber kQueuesName = 1;  // jobbuf.queues (name, ...)
 

@@ -24,9 +24,10 @@ enum JobsColumn {
     kJobsGroupId,
     kJobsLeaseUntil,
     kJobsOrigin,
-    kJobsOwner,  // 1.2
+    kJobsOwner,   // 1.2
+    kJobsTickId,  // 1.3
 };
-constexpr int kJobsColumns = kJobsOwner;
+constexpr int kJobsColumns = kJobsTickId;
 
 // Opens jobbuf.jobs with RowExclusiveLock and sets *companion_oid to the jobbuf relation named
 // companion (its sequence, an index). nullptr, with nothing opened, when either is missing.

@@ -15,8 +15,12 @@ enum class TargetKind : std::uint8_t { List, Stream, Sidekiq, Bullmq, Celery };
 struct StagedJob {
     std::int64_t id = 0;
     // The first 32 bits of the installation identity the job was staged under (its origin): with
-    // the id, what the ids consumers see derive from (Sidekiq jid, BullMQ and Celery ids, uid).
+    // visible_id(), what the ids consumers see derive from (Sidekiq jid, BullMQ and Celery ids, uid).
     std::uint32_t id_salt = 0;
+    // A periodic job's tick (jobbuf.jobs.tick_id, derived from its schedule's name and tick; 0 for
+    // every other job): a tick staged twice (a failover that lost the first staging) shows
+    // consumers the same ids.
+    std::int64_t tick_id = 0;
     std::string_view payload;             // the job's JSON text (jsonb canonical output), minus the target's own keys
     double staged_at = 0;                 // epoch seconds
     double run_at = 0;                    // epoch seconds
@@ -26,6 +30,9 @@ struct StagedJob {
     std::size_t known_too_large = 0;
     bool marked = true;  // named by the batch marker; false for group messages, whose jobs stay
                          // in Postgres (claimed) and must never be deleted by reconciliation
+
+    // The number the ids consumers see derive from: the tick's for a tick, the job id otherwise.
+    std::int64_t visible_id() const { return tick_id != 0 ? tick_id : id; }
 };
 
 // What the take must know of a queue's target.

@@ -111,7 +111,11 @@ CREATE TABLE jobbuf.jobs (
     group_id      uuid,
     lease_until   timestamptz,
     origin        uuid NOT NULL DEFAULT jobbuf.installation_id(),
-    owner         uuid NOT NULL DEFAULT jobbuf.installation_id()
+    owner         uuid NOT NULL DEFAULT jobbuf.installation_id(),
+    -- A periodic job's tick (70_schedules.sql): the number the ids consumers see derive from
+    -- instead of the id, so that a tick staged twice (a failover that lost the first staging)
+    -- shows the same ids. NULL for every other job; producers cannot set it.
+    tick_id       bigint
 );
 DO $$
 BEGIN

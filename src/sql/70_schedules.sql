@@ -239,10 +239,11 @@ BEGIN
             END IF;
             FOREACH tick IN ARRAY ticks LOOP
                 job := NULL;
-                INSERT INTO jobbuf.jobs (queue, payload, run_at, unique_key)
+                INSERT INTO jobbuf.jobs (queue, payload, run_at, unique_key, tick_id)
                 VALUES (s.queue, s.payload, tick,
                         CASE WHEN s.unique_ticks THEN s.name OPERATOR(pg_catalog.||) ':'
-                             OPERATOR(pg_catalog.||) jobbuf.tick_text(tick) END)
+                             OPERATOR(pg_catalog.||) jobbuf.tick_text(tick) END,
+                        jobbuf.tick_id(s.name, tick))
                 ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND group_id IS NULL DO NOTHING
                 RETURNING id INTO job;
                 last_job := coalesce(job, last_job);
@@ -265,6 +266,17 @@ BEGIN
     RETURN (SELECT pg_catalog.min(d.next_run_at) FROM jobbuf.schedules d
             WHERE NOT d.paused AND d.installation OPERATOR(pg_catalog.=) jobbuf.installation_id());
 END $$;
+
+-- A tick's id (jobbuf.jobs.tick_id): 61 bits of the MD5 of '<name>:<tick>' with bit 61 set, so
+-- that it never equals a job id (those stay below 2^61); with the installation's salt it makes
+-- the ids consumers see (Sidekiq jid, BullMQ and Celery ids, stream uid) for every staging of
+-- that tick.
+CREATE FUNCTION jobbuf.tick_id(schedule text, tick timestamptz)
+RETURNS bigint LANGUAGE sql STABLE STRICT SET search_path = pg_catalog, pg_temp AS $$
+    SELECT (('x' OPERATOR(pg_catalog.||) pg_catalog.substr(pg_catalog.md5(schedule OPERATOR(pg_catalog.||) ':'
+                OPERATOR(pg_catalog.||) jobbuf.tick_text(tick)), 1, 16))::bit(64)::bigint
+            OPERATOR(pg_catalog.&) 2305843009213693951) OPERATOR(pg_catalog.|) 2305843009213693952;
+$$;
 
 -- A tick as unique keys and ids write it: UTC, ISO 8601, 2026-03-29T01:00:00Z.
 CREATE FUNCTION jobbuf.tick_text(tick timestamptz)

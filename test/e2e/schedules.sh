@@ -5,7 +5,7 @@
 # side by side; a second database firing its own schedule; a restored copy holding its schedules
 # until jobbuf_release_restored. Asserted on tick values: the queues are paused, so every staged
 # tick waits in jobbuf.jobs with run_at = its tick; at the end they are resumed and every one
-# reaches Redis. (The parser, the next-tick function, DST and bad input: test/unit/cron_*,
+# reaches Redis. First, a tick staged twice shows consumers the same ids in every format. (The parser, the next-tick function, DST and bad input: test/unit/cron_*,
 # test/regress/sql/schedules.sql.)
 source "$(dirname "$0")/tools/lib.sh"
 
@@ -28,6 +28,49 @@ jb_sql "SELECT jobbuf_schedule('s_all', '5 seconds', 'every5', '{\"s\": \"all\"}
 sql2 "SELECT jobbuf_schedule('two', '5 seconds', 'two', '{\"db\": 2}', '{\"catch_up\": \"all\"}')" >/dev/null
 created=$(jb_sql "SELECT extract(epoch FROM created_at) FROM jobbuf.schedules WHERE name = 'm_all'")
 say "schedules created at $(date -u -d "@${created%.*}" +%T)"
+
+# A tick staged twice (as after a failover with asynchronous replication that lost the first
+# staging: here by moving the schedule back by hand, in the staging transaction) shows consumers
+# the same ids in every format, and other jobs other ids.
+for target in sidekiq bullmq celery stream; do
+  case $target in
+    sidekiq) payload='{"class": "TickJob", "args": []}' ;;
+    bullmq) payload='{"name": "tick", "data": {}}' ;;
+    celery) payload='{"task": "app.tick", "args": []}' ;;
+    stream) payload='{"tick": true}' ;;
+  esac
+  jb_sql "SELECT jobbuf_create_queue('twice_$target', '$target'),
+                 jobbuf_schedule('twice_$target', '@yearly', 'twice_$target', '$payload')" >/dev/null
+done
+for _ in 1 2; do
+  jb_psql -q -o /dev/null -c "BEGIN" \
+    -c "UPDATE jobbuf.schedules SET next_run_at = '2026-01-01 00:00+00' WHERE name LIKE 'twice_%'" \
+    -c "SELECT jobbuf.stage_due_ticks()" -c "COMMIT"
+done
+jb_sql "SELECT jobbuf_stage('twice_sidekiq', '{\"class\": \"PlainJob\", \"args\": []}')" >/dev/null
+jb_wait_until '[ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue LIKE '"'twice_%'"'")" = 0 ]' 20 ||
+  fail "the ticks staged twice were not delivered"
+ids() {
+  case $1 in
+    sidekiq) jb_redis LRANGE queue:twice_sidekiq 0 -1 | ruby -rjson -ne 'j = JSON.parse($_); puts "#{j["class"]} #{j["jid"]}"' | sort ;;
+    bullmq) jb_redis LRANGE bull:twice_bullmq:wait 0 -1 ;;
+    celery) jb_redis LRANGE celery 0 -1 | ruby -rjson -ne 'puts JSON.parse($_)["headers"]["id"]' ;;
+    stream) jb_redis XRANGE jobbuf:twice_stream - + | awk 'prev == "uid" { print } { prev = $0 }' ;;
+  esac
+}
+for target in celery stream; do
+  got=$(ids $target)
+  check "$target: the tick staged twice shows one id twice ($(tr '\n' ' ' <<<"$got"))" \
+    test "$(wc -l <<<"$got") $(sort -u <<<"$got" | wc -l)" = "2 1"
+done
+# BullMQ itself drops a job whose id it has (Queue.add with an existing jobId adds nothing).
+got=$(ids bullmq)
+check "bullmq: the tick staged twice is one job, deduplicated by its id ($got)" \
+  test "$(wc -l <<<"$got") $(jb_redis HGET "bull:twice_bullmq:$got" name)" = "1 tick"
+got=$(ids sidekiq)
+check "sidekiq: the tick staged twice has one jid, the plain job another ($(tr '\n' ' ' <<<"$got"))" \
+  test "$(grep -c '^TickJob' <<<"$got") $(grep '^TickJob' <<<"$got" | sort -u | wc -l) $(grep -c "^PlainJob $(grep -m1 '^TickJob' <<<"$got" | cut -d' ' -f2)" <<<"$got")" = "2 1 0"
+for target in sidekiq bullmq celery stream; do jb_sql "SELECT jobbuf_unschedule('twice_$target')" >/dev/null; done
 
 # The restored copy: a dump of the database with its schedules, restored into another one.
 jb_as_postgres "$JB_PGBIN/pg_dump" -h "$JB_PGHOST" -p "$JB_PGPORT" -U postgres -Fc -f "$JB_RUN/db.dump" "$JB_DB" ||

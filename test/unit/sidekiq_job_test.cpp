@@ -101,6 +101,25 @@ TEST(SidekiqJob, JidIsStableLowercaseHex)
     EXPECT_EQ(jid.size(), 24u);
 }
 
+// A periodic job's tick (StagedJob::tick_id) gives the ids: two stagings of one tick, with other
+// job ids, show the same jid; a job without a tick keeps the jid of its id.
+TEST(SidekiqJob, TickJobsTakeTheirIdsFromTheTick)
+{
+    std::string first, second, plain;
+    StagedJob job;
+    job.id_salt = 0x0000abcd;
+    job.tick_id = 0x2000000000000123LL;
+    job.id = 41;
+    append_job_uid(job, &first);
+    job.id = 97;
+    append_job_uid(job, &second);
+    EXPECT_EQ(first, "0000abcd2000000000000123");
+    EXPECT_EQ(second, first);
+    job.tick_id = 0;
+    append_job_uid(job, &plain);
+    EXPECT_EQ(plain, "0000abcd0000000000000061");
+}
+
 TEST(SidekiqJob, QueueNameIsEscaped)
 {
     SidekiqOptions t = sidekiq_target(7);

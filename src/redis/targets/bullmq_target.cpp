@@ -126,7 +126,7 @@ private:
             out->append("jb-");
             append_hex(job.id_salt, 8, out);
             out->push_back('-');
-            out->append(decimal(job.id));
+            out->append(decimal(job.visible_id()));
         } else {
             out->append("jbg-");
             append_hex(static_cast<std::uint64_t>(job.id), 16, out);

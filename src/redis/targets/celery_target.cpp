@@ -124,7 +124,7 @@ private:
         const UuidKind id_kind = job.marked ? UuidKind::TaskId : UuidKind::GroupTaskId;
         const UuidKind tag_kind = job.marked ? UuidKind::DeliveryTag : UuidKind::GroupDeliveryTag;
         std::string task_id;
-        append_job_uuid(job.id_salt, job.id, id_kind, &task_id);
+        append_job_uuid(job.id_salt, job.visible_id(), id_kind, &task_id);
 
         std::string body;
         body.reserve(args.size() + kwargs.size() + 80);
@@ -156,7 +156,7 @@ private:
         m.append("\",\"delivery_mode\":2,\"delivery_info\":{\"exchange\":\"\",\"routing_key\":");
         append_json_string(queue_, &m);
         m.append("},\"priority\":0,\"body_encoding\":\"base64\",\"delivery_tag\":\"");
-        append_job_uuid(job.id_salt, job.id, tag_kind, &m);
+        append_job_uuid(job.id_salt, job.visible_id(), tag_kind, &m);
         m.append("\"}}");
         return true;
     }

@@ -72,7 +72,7 @@ void QueueTarget::append_group_payload(std::string_view group_id, const std::int
 void append_job_uid(const StagedJob& job, std::string* out)
 {
     append_hex(job.id_salt, 8, out);
-    append_hex(static_cast<std::uint64_t>(job.id), 16, out);
+    append_hex(static_cast<std::uint64_t>(job.visible_id()), 16, out);
 }
 
 void plan_refusal(std::size_t job, std::string_view why, DeliveryPlan* plan)
