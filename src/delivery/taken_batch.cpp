@@ -82,8 +82,8 @@ bool receive_row(TupleTableSlot* slot, DestReceiver* self)
 
 void startup_receiver(DestReceiver*, int, TupleDesc typeinfo)
 {
-    if (typeinfo->natts != 11)
-        elog(ERROR, "jobbuf: the batch statement returns %d columns, expected 11", typeinfo->natts);
+    if (typeinfo->natts != 12)
+        elog(ERROR, "jobbuf: the batch statement returns %d columns, expected 12", typeinfo->natts);
 }
 
 void shutdown_receiver(DestReceiver*) {}
