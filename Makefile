@@ -62,9 +62,11 @@ demo:
 # every suite in that part's Debian root.
 test: deps
 ifeq ($(PG),)
-	@started=$$(date +%s); status=0; bash test/run.sh || status=1; \
+	@started=$$(date +%s); status=0; failed=$$(mktemp); \
+	JB_FAILED_FILE=$$failed bash test/run.sh || status=1; \
 	echo "##### part 15 took $$(( $$(date +%s) - started )) s"; \
 	bash test/platforms.sh || status=1; \
+	[ ! -s $$failed ] || echo "##### FAILED on part 15: $$(cat $$failed)"; rm -f $$failed; \
 	echo "##### make test took $$(( $$(date +%s) - started )) s"; exit $$status
 else ifeq ($(PG),15)
 	bash test/run.sh

@@ -56,7 +56,7 @@ part_root() {
   esac
 }
 
-not_tested=() not_run=()
+not_tested=() not_run=() failed_parts=()
 
 # not_run_here PART WHY SUITE...: names, in the output, the suites of a full run (test/run.sh's)
 # that PART leaves out, and why; nothing when SUITE... is empty (a full run).
@@ -101,10 +101,13 @@ run_part() {
   not_run_here "$part" "$why" "$@"
   bash scripts/root.sh copy "$name"
   rc=0
+  local failed_file=${JOBBUF_ROOTS:-/var/cache/jobbuf/roots}/$name/build/jobbuf/.failed-suites
+  rm -f "$failed_file"
   bash scripts/root.sh run "$name" \
-    "export PATH=/usr/lib/postgresql/$major/bin:\$PATH JB_REDIS=$(bash scripts/root.sh redis "$name") JOBBUF_ROOT=/build/jobbuf STRESS=${STRESS:-}
+    "export PATH=/usr/lib/postgresql/$major/bin:\$PATH JB_REDIS=$(bash scripts/root.sh redis "$name") JOBBUF_ROOT=/build/jobbuf STRESS=${STRESS:-} JB_FAILED_FILE=/build/jobbuf/.failed-suites
      cd /build/jobbuf && bash test/run.sh $*" || rc=$?
   echo "##### part $part took $((SECONDS - started)) s ($([ $rc -eq 0 ] && echo passed || echo FAILED))"
+  [ $rc -eq 0 ] || failed_parts+=("$part: $(cat "$failed_file" 2>/dev/null || echo "(its output above)")")
   return $rc
 }
 
@@ -124,6 +127,7 @@ fi
 
 for n in "${not_run[@]}"; do echo "##### NOT RUN on part $n: named above"; done
 for n in "${not_tested[@]}"; do echo "##### NOT TESTED $n"; done
+for n in "${failed_parts[@]}"; do echo "##### FAILED on part $n"; done
 if [ ${#not_tested[@]} -gt 0 ] && [ "${JOBBUF_ROOTS_REQUIRED:-}" = 1 ]; then status=1; fi
 if [ $status -eq 0 ]; then
   [ ${#not_tested[@]} -eq 0 ] && echo "##### platforms: all parts passed" ||

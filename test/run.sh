@@ -4,6 +4,8 @@
 #   test/run.sh [unit|regress|pgtap|isolation|upgrade|e2e|faults|test/<dir>/<script>.sh]...
 # JB_REDIS=valkey runs the Redis-facing tests against Valkey (test/harness/redis_flavor.sh).
 # STRESS=1 (make test STRESS=1) runs the suites beside a CPU and I/O load (test/harness/stress.sh).
+# The last line names every suite or script that failed; JB_FAILED_FILE=PATH also writes them there
+# (make test repeats them at the very end of its output, after the other parts').
 # Each suite that needs servers starts its own private Postgres cluster and redis-server on free
 # loopback ports and stops them, whatever the outcome.
 set -euo pipefail
@@ -82,10 +84,11 @@ run_scripts() {
   return $failed
 }
 
+failed=()
 run_script() {
   local started=$SECONDS
   echo "--- $1"
-  if bash "$1"; then echo "ok   $1 ($((SECONDS - started)) s)"; else echo "FAIL $1 ($((SECONDS - started)) s)"; return 1; fi
+  if bash "$1"; then echo "ok   $1 ($((SECONDS - started)) s)"; else echo "FAIL $1 ($((SECONDS - started)) s)"; failed+=("$1"); return 1; fi
 }
 
 echo "=== $(pg_config --version), $(redis-server --version | cut -d' ' -f1-3)"
@@ -104,10 +107,10 @@ for s in "${suites[@]}"; do
   echo "=== suite: $s"
   suite_started=$SECONDS
   case $s in
-    unit) run_unit || status=1 ;;
-    regress) run_regress || status=1 ;;
-    pgtap) run_pgtap || status=1 ;;
-    isolation) run_isolation || status=1 ;;
+    unit) run_unit || { status=1; failed+=(unit); } ;;
+    regress) run_regress || { status=1; failed+=(regress); } ;;
+    pgtap) run_pgtap || { status=1; failed+=(pgtap); } ;;
+    isolation) run_isolation || { status=1; failed+=(isolation); } ;;
     upgrade) run_scripts test/upgrade || status=1 ;;
     e2e) run_scripts test/e2e || status=1 ;;
     faults) run_scripts test/faults || status=1 ;;
@@ -116,5 +119,6 @@ for s in "${suites[@]}"; do
   esac
   echo "=== suite $s took $((SECONDS - suite_started)) s"
 done
-[ $status -eq 0 ] && echo "=== all suites passed" || echo "=== FAILURES (see above)"
+[ -z "${JB_FAILED_FILE:-}" ] || echo "${failed[*]}" >"$JB_FAILED_FILE"
+[ $status -eq 0 ] && echo "=== all suites passed" || echo "=== FAILURES (see above): ${failed[*]}"
 exit $status

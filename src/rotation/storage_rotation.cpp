@@ -357,8 +357,16 @@ Outcome try_rotation(RotatedTable& table)
     return Outcome::Rotated;
 }
 
-// One attempt in a transaction of its own, with lock_timeout set for that transaction only (the
-// worker's pinned 0 comes back at its end, commit or abort). An attempt that ran into the lock
+// The worker pins lock_timeout to 0 at PGC_S_OVERRIDE (worker_session.cpp); a value set at that
+// source is kept past the transaction's end, so the attempt puts the 0 back itself, on every path:
+// left at 100 ms, every later statement of the worker (a batch, a tick) would give up waiting.
+void restore_pinned_lock_timeout(void)
+{
+    SetConfigOption("lock_timeout", "0", PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+// One attempt in a transaction of its own, with lock_timeout set for the attempt only (the
+// worker's pinned 0 is put back at its end, commit or abort). An attempt that ran into the lock
 // timeout is rolled back and counts as LockBusy: logged once (LOG) until the table rotates
 // again, not at every attempt. Any other error goes to the caller (run_guarded).
 Outcome attempt_rotation(RotatedTable& table)
@@ -379,6 +387,7 @@ Outcome attempt_rotation(RotatedTable& table)
         ErrorData* error = CopyErrorData();
         if (error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE) {
             FreeErrorData(error);
+            restore_pinned_lock_timeout();
             PG_RE_THROW();
         }
         FlushErrorState();
@@ -394,6 +403,7 @@ Outcome attempt_rotation(RotatedTable& table)
         outcome = Outcome::LockBusy;
     }
     PG_END_TRY();
+    restore_pinned_lock_timeout();
     return outcome;
 }
 

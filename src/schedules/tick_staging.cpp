@@ -1,7 +1,7 @@
 // Postgres regime: when the drain worker stages ticks (tick_staging.h). It keeps the next tick of
-// any schedule of its database, as jobbuf.stage_due_ticks() last returned it, and reads it again
-// when a commit changed jobbuf.schedules (schedules_generation in its slot): a schedule that is
-// not due costs nothing, whatever their number.
+// any schedule of its database, as jobbuf.stage_due_ticks() last returned it, and calls it again
+// when that tick comes, when a commit changed jobbuf.schedules (schedules_generation in its
+// slot), and at least every poll_interval: one index probe, whatever the number of schedules.
 #include "pg_includes.h"
 
 #include "config/settings.h"
@@ -26,6 +26,7 @@ bool known = false;            // next_tick_at is what the last call returned
 TimestampTz next_tick_at = 0;  // 0: no schedule fires (with known)
 uint32 seen_generation = 0;    // schedules_generation at the last call
 TimestampTz retry_at = 0;      // no call before this (an error, a lock)
+TimestampTz checked_at = 0;    // the last call's end: called again a poll_interval later at most
 
 uint32 current_generation(void)
 {
@@ -41,14 +42,17 @@ bool lock_schedules(void)
 
 }  // namespace
 
+// At least every poll_interval: a due schedule that a jobbuf_schedule in progress held locked,
+// and that then rolled back, is taken at the next poll (a commit wakes the worker at once).
 long ticks_due_in_ms(void)
 {
     TimestampTz now = GetCurrentTimestamp();
     if (current_generation() != seen_generation || !known)
         return retry_at > now ? static_cast<long>((retry_at - now) / 1000) + 1 : 0;
-    if (next_tick_at == 0)
-        return jobbuf_poll_interval;
-    TimestampTz at = Max(next_tick_at, retry_at);
+    TimestampTz at = TimestampTzPlusMilliseconds(checked_at, jobbuf_poll_interval);
+    if (next_tick_at != 0)
+        at = Min(at, next_tick_at);
+    at = Max(at, retry_at);
     return at <= now ? 0 : static_cast<long>((at - now) / 1000) + 1;
 }
 
@@ -79,7 +83,6 @@ void stage_due_ticks_if_due(void)
     next_tick_at = next_at;
     known = true;
     seen_generation = generation;
-    // A tick still due: more schedules were due than one call stages (it goes on after a short
-    // pause), or one was locked by a jobbuf_schedule in progress (not spun on).
-    retry_at = next_at != 0 && next_at <= started ? TimestampTzPlusMilliseconds(started, 10) : 0;
+    retry_at = 0;
+    checked_at = GetCurrentTimestamp();
 }

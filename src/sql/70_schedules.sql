@@ -50,6 +50,11 @@ RETURNS timestamptz LANGUAGE c STABLE STRICT AS 'MODULE_PATHNAME', 'jobbuf_next_
 CREATE FUNCTION jobbuf.ticks_between(cron text, time_zone text, first timestamptz, upto timestamptz, keep integer)
 RETURNS timestamptz[] LANGUAGE c STABLE STRICT AS 'MODULE_PATHNAME', 'jobbuf_ticks_between';
 
+-- What staging says of a job of the queue with the payload (an ERROR naming what the target
+-- needs), without staging it.
+CREATE FUNCTION jobbuf.check_staged_payload(queue text, payload jsonb)
+RETURNS void LANGUAGE c STRICT AS 'MODULE_PATHNAME', 'jobbuf_check_staged_payload';
+
 -- The role that called the current SQL-callable function from outside any SECURITY DEFINER
 -- function (the session's current role): the owner jobbuf_schedule records.
 CREATE FUNCTION jobbuf.calling_role()
@@ -61,7 +66,7 @@ RETURNS name LANGUAGE c STABLE AS 'MODULE_PATHNAME', 'jobbuf_calling_role';
 -- each tick staged with unique_key '<name>:<tick>'), paused.
 -- (SECURITY DEFINER through 90_privileges.sql: everything is schema-qualified.)
 CREATE FUNCTION jobbuf_schedule(name text, cron text, queue text, payload jsonb, options jsonb DEFAULT '{}')
-RETURNS timestamptz LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+RETURNS timestamptz LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp SET timezone_abbreviations = 'Default' AS $$
 DECLARE
     opts jsonb := coalesce(options, '{}');
     zone text := 'UTC';
@@ -104,10 +109,15 @@ BEGIN
         IF pg_catalog.jsonb_typeof(opts OPERATOR(pg_catalog.->) 'time_zone') OPERATOR(pg_catalog.<>) 'string'
            OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_timezone_names z
                           WHERE z.name OPERATOR(pg_catalog.=) (opts OPERATOR(pg_catalog.->>) 'time_zone'))
-           -- Zone files named like an abbreviation (CET, EST, MST) are refused as abbreviations.
+           -- Zone files named like an abbreviation (CET, EST, MST) are refused as abbreviations
+           -- (timezone_abbreviations is pinned to Default for this check: see the SET below), and
+           -- so are the names that are no place: the server's own zone (localtime), tz's
+           -- internals (posixrules, Factory) and the POSIX-style rule names (EST5EDT, PST8PDT).
            OR ((opts OPERATOR(pg_catalog.->>) 'time_zone') OPERATOR(pg_catalog.<>) 'UTC'
                AND EXISTS (SELECT 1 FROM pg_catalog.pg_timezone_abbrevs a
-                           WHERE a.abbrev OPERATOR(pg_catalog.=) (opts OPERATOR(pg_catalog.->>) 'time_zone'))) THEN
+                           WHERE a.abbrev OPERATOR(pg_catalog.=) (opts OPERATOR(pg_catalog.->>) 'time_zone')))
+           OR (opts OPERATOR(pg_catalog.->>) 'time_zone') OPERATOR(pg_catalog.=) ANY (ARRAY['localtime', 'posixrules', 'Factory'])
+           OR (opts OPERATOR(pg_catalog.->>) 'time_zone') OPERATOR(pg_catalog.~) '^[A-Z]{3}[0-9]' THEN
             RAISE EXCEPTION 'jobbuf: unknown time zone % for schedule %', opts OPERATOR(pg_catalog.->) 'time_zone',
                 pg_catalog.quote_literal(name)
                 USING ERRCODE = 'invalid_parameter_value',
@@ -134,8 +144,12 @@ BEGIN
     want_unique := coalesce((opts OPERATOR(pg_catalog.->) 'unique_key')::boolean, false);
     want_paused := coalesce((opts OPERATOR(pg_catalog.->) 'paused')::boolean, false);
     q := jobbuf.known_queue(queue);
+    -- The payload as staging would check it: a payload the target cannot carry is refused now.
+    PERFORM jobbuf.check_staged_payload(q.name, payload);
     -- The cron text is checked here (an error shows the valid form), before anything is written.
-    next_at := jobbuf.next_tick(cron, zone, pg_catalog.now());
+    -- From the clock, not the transaction's start: a tick the worker stages while this waits for
+    -- the schedule's row is not due again after the replace.
+    next_at := jobbuf.next_tick(cron, zone, pg_catalog.clock_timestamp());
     INSERT INTO jobbuf.schedules AS s (name, cron, queue, payload, options, time_zone, catch_up, unique_ticks,
                                        paused, owner, next_run_at)
     VALUES (jobbuf_schedule.name, jobbuf_schedule.cron, q.name, jobbuf_schedule.payload, opts, zone, catch,
@@ -143,8 +157,12 @@ BEGIN
     ON CONFLICT ON CONSTRAINT schedules_pkey DO UPDATE
         SET cron = excluded.cron, queue = excluded.queue, payload = excluded.payload, options = excluded.options,
             time_zone = excluded.time_zone, catch_up = excluded.catch_up, unique_ticks = excluded.unique_ticks,
-            paused = excluded.paused, owner = excluded.owner, next_run_at = excluded.next_run_at,
-            last_error = NULL;
+            paused = excluded.paused, owner = excluded.owner,
+            -- After the last tick staged too (the clock read once the row is locked): never a tick twice.
+            next_run_at = jobbuf.next_tick(excluded.cron, excluded.time_zone,
+                                           GREATEST(pg_catalog.clock_timestamp(), s.last_run_at)),
+            last_error = NULL
+    RETURNING s.next_run_at INTO next_at;
     IF next_at IS NULL THEN
         RAISE WARNING 'jobbuf: schedule % never fires: % matches no date from now on', pg_catalog.quote_literal(name),
             pg_catalog.quote_literal(cron)
@@ -196,12 +214,16 @@ $$;
 
 -- The drain worker's part (src/schedules/tick_staging.cpp), in a transaction of its own: stages
 -- the due ticks of this installation's schedules that are not paused and advances each schedule
--- in the same transaction. Which ticks: catch_up one stages the latest due tick (one job for
--- any ticks missed), all the latest 1,000 due ticks oldest first, none the due tick only when it
--- is the only one due and came due less than a minute ago (on time; a worker busy for a moment
--- misses nothing), and nothing when ticks were missed. One schedule's failure (its role lost INSERT on jobbuf.jobs, a payload
--- its queue's target refuses) is its own: that tick is skipped, last_error says why, one WARNING
--- when the reason changes. Returns the next tick of any schedule, for the worker's sleep.
+-- in the same transaction. Which ticks: catch_up one stages the latest due tick (one job for any
+-- ticks missed), all the latest 1,000 due ticks oldest first, none the latest due tick when it
+-- came due less than 10 seconds ago (on time: a worker busy for a moment misses nothing) and
+-- nothing else. Each tick is inserted as the schedule's owner (SET ROLE): it is staged only with
+-- the privileges that role has now. A tick the owner may not stage (no INSERT on jobbuf.jobs, a
+-- dropped role) or whose payload the queue's target refuses is skipped: the schedule advances,
+-- last_error says why. Any other error (a lock wait, a cron text or time zone that no longer
+-- reads) stages nothing and leaves the schedule due, with last_error: it is tried again at the
+-- next call, and shows as late. One WARNING per schedule when its reason changes. Returns when to
+-- call again: now when more schedules were due than one call takes, else the next tick ahead.
 CREATE FUNCTION jobbuf.stage_due_ticks(max_schedules integer DEFAULT 100)
 RETURNS timestamptz LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -212,6 +234,11 @@ DECLARE
     job bigint;
     last_job bigint;
     problem text;
+    skipped boolean;
+    tick_key text;
+    next_at timestamptz;
+    keep integer;
+    staged integer := 0;
 BEGIN
     FOR s IN
         SELECT * FROM jobbuf.schedules d
@@ -220,51 +247,93 @@ BEGIN
         ORDER BY d.next_run_at LIMIT max_schedules
         FOR UPDATE SKIP LOCKED
     LOOP
-        ticks := jobbuf.ticks_between(s.cron, s.time_zone, s.next_run_at, now_at,
-                                      CASE s.catch_up WHEN 'all' THEN 1000 WHEN 'none' THEN 2 ELSE 1 END);
-        IF s.catch_up OPERATOR(pg_catalog.=) 'none'
-           AND (pg_catalog.array_length(ticks, 1) OPERATOR(pg_catalog.>) 1
-                OR ticks[1] OPERATOR(pg_catalog.<) (now_at OPERATOR(pg_catalog.-) '1 minute'::interval)) THEN
-            ticks := '{}';  -- missed: more than one tick due, or the one due came due a minute ago
-        END IF;
         problem := NULL;
+        skipped := false;
         last_job := NULL;
+        keep := 1;
+        IF s.catch_up OPERATOR(pg_catalog.=) 'all' THEN
+            keep := 1000;
+        END IF;
         BEGIN
-            -- INSERT on the columns a tick writes (jobbuf_producer has it on the staging columns).
-            IF NOT (pg_catalog.has_column_privilege(s.owner, 'jobbuf.jobs', 'queue', 'INSERT')
-                    AND pg_catalog.has_column_privilege(s.owner, 'jobbuf.jobs', 'payload', 'INSERT')
-                    AND pg_catalog.has_column_privilege(s.owner, 'jobbuf.jobs', 'run_at', 'INSERT')
-                    AND pg_catalog.has_column_privilege(s.owner, 'jobbuf.jobs', 'unique_key', 'INSERT')) THEN
-                RAISE EXCEPTION 'role % may not INSERT into jobbuf.jobs', pg_catalog.quote_ident(s.owner);
+            ticks := jobbuf.ticks_between(s.cron, s.time_zone, s.next_run_at, now_at, keep);
+            next_at := jobbuf.next_tick(s.cron, s.time_zone, GREATEST(now_at, s.next_run_at));
+            IF s.catch_up OPERATOR(pg_catalog.=) 'none'
+               AND ticks[1] OPERATOR(pg_catalog.<) (now_at OPERATOR(pg_catalog.-) '10 seconds'::interval) THEN
+                ticks := '{}';  -- missed: it came due while no worker staged it
             END IF;
-            FOREACH tick IN ARRAY ticks LOOP
-                job := NULL;
-                INSERT INTO jobbuf.jobs (queue, payload, run_at, unique_key, tick_id)
-                VALUES (s.queue, s.payload, tick,
-                        CASE WHEN s.unique_ticks THEN s.name OPERATOR(pg_catalog.||) ':'
-                             OPERATOR(pg_catalog.||) jobbuf.tick_text(tick) END,
-                        jobbuf.tick_id(s.name, tick))
-                ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND group_id IS NULL DO NOTHING
-                RETURNING id INTO job;
-                last_job := coalesce(job, last_job);
-            END LOOP;
+            BEGIN
+                IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) s.owner) THEN
+                    RAISE EXCEPTION 'its owner, role %, does not exist', pg_catalog.quote_ident(s.owner)
+                        USING ERRCODE = 'undefined_object';
+                END IF;
+                IF NOT (pg_catalog.has_column_privilege(s.owner, 'jobbuf.jobs', 'queue', 'INSERT')
+                        AND pg_catalog.has_column_privilege(s.owner, 'jobbuf.jobs', 'payload', 'INSERT')
+                        AND pg_catalog.has_column_privilege(s.owner, 'jobbuf.jobs', 'run_at', 'INSERT')
+                        AND pg_catalog.has_column_privilege(s.owner, 'jobbuf.jobs', 'unique_key', 'INSERT')) THEN
+                    RAISE EXCEPTION 'role % may not INSERT into jobbuf.jobs', pg_catalog.quote_ident(s.owner)
+                        USING ERRCODE = 'insufficient_privilege';
+                END IF;
+                -- As the owner: the INSERT needs what a producer needs (its values are computed
+                -- before, as the worker). The tick's id (tick_id, which producers cannot write) is
+                -- set after, as the worker.
+                FOREACH tick IN ARRAY ticks LOOP
+                    job := NULL;
+                    tick_key := NULL;
+                    IF s.unique_ticks THEN
+                        tick_key := s.name OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) jobbuf.tick_text(tick);
+                    END IF;
+                    PERFORM pg_catalog.set_config('role', s.owner, true);
+                    INSERT INTO jobbuf.jobs (queue, payload, run_at, unique_key)
+                    VALUES (s.queue, s.payload, tick, tick_key)
+                    ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL AND group_id IS NULL DO NOTHING
+                    RETURNING id INTO job;
+                    PERFORM pg_catalog.set_config('role', 'none', true);
+                    IF job IS NOT NULL THEN
+                        UPDATE jobbuf.jobs j SET tick_id = jobbuf.tick_id(s.name, tick)
+                        WHERE j.id OPERATOR(pg_catalog.=) job;
+                        last_job := job;
+                    END IF;
+                END LOOP;
+            EXCEPTION WHEN insufficient_privilege OR undefined_object OR invalid_parameter_value
+                           OR object_not_in_prerequisite_state OR check_violation OR not_null_violation THEN
+                -- The owner's privileges, its role, or the payload against the target (what a
+                -- producer staging this job would be told): this tick is skipped.
+                problem := SQLERRM;
+                skipped := true;
+            END;
         EXCEPTION WHEN OTHERS THEN
+            -- Anything else stages nothing and leaves the schedule due: tried again.
             problem := SQLERRM;
-            ticks := '{}';
+            skipped := false;
+            ticks := NULL;
         END;
-        IF problem IS NOT NULL AND problem IS DISTINCT FROM s.last_error THEN
-            RAISE WARNING 'jobbuf: schedule % skipped its tick: %', pg_catalog.quote_literal(s.name), problem
+        IF problem IS NOT NULL AND (s.last_error IS NULL OR problem OPERATOR(pg_catalog.<>) s.last_error) THEN
+            RAISE WARNING 'jobbuf: schedule % %: %', pg_catalog.quote_literal(s.name),
+                CASE WHEN skipped THEN 'skipped its tick' ELSE 'could not stage its tick; it stays due' END, problem
                 USING HINT = 'jobbuf_schedules() shows it until a tick is staged again';
         END IF;
-        UPDATE jobbuf.schedules u
-        SET next_run_at = jobbuf.next_tick(s.cron, s.time_zone, GREATEST(now_at, s.next_run_at)),
-            last_run_at = coalesce(ticks[pg_catalog.array_length(ticks, 1)], u.last_run_at),
-            last_job_id = coalesce(last_job, u.last_job_id),
-            last_error = problem
-        WHERE u.name OPERATOR(pg_catalog.=) s.name;
+        IF ticks IS NULL THEN
+            UPDATE jobbuf.schedules u SET last_error = problem WHERE u.name OPERATOR(pg_catalog.=) s.name;
+        ELSE
+            UPDATE jobbuf.schedules u
+            SET next_run_at = next_at,
+                last_run_at = CASE WHEN skipped THEN u.last_run_at
+                                   ELSE coalesce(ticks[pg_catalog.array_length(ticks, 1)], u.last_run_at) END,
+                last_job_id = coalesce(last_job, u.last_job_id),
+                last_error = problem
+            WHERE u.name OPERATOR(pg_catalog.=) s.name;
+        END IF;
+        staged := staged OPERATOR(pg_catalog.+) 1;
     END LOOP;
+    -- More due than one call takes: at once. Otherwise the next tick ahead (a due schedule that
+    -- a jobbuf_schedule in progress holds locked, or one that failed, is tried at the worker's
+    -- next call: when a commit changes jobbuf.schedules, and at least every poll_interval).
+    IF staged OPERATOR(pg_catalog.>=) max_schedules THEN
+        RETURN now_at;
+    END IF;
     RETURN (SELECT pg_catalog.min(d.next_run_at) FROM jobbuf.schedules d
-            WHERE NOT d.paused AND d.installation OPERATOR(pg_catalog.=) jobbuf.installation_id());
+            WHERE NOT d.paused AND d.installation OPERATOR(pg_catalog.=) jobbuf.installation_id()
+              AND d.next_run_at OPERATOR(pg_catalog.>) now_at);
 END $$;
 
 -- A tick's id (jobbuf.jobs.tick_id): 61 bits of the MD5 of '<name>:<tick>' with bit 61 set, so

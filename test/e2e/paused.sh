@@ -84,14 +84,18 @@ check "paused mid-drain: most of the backlog was still staged ($(( 5000 - after 
 # jobbuf_pause returned also sees the pause, even when the worker read its queue list before the
 # pause (mid-pass, busy with other queues' backlogs). Resume-pause-stage cycles: a resume may
 # deliver the jobs of the cycles before, none may deliver its own cycle's job.
-# toggle_cycles <n> <take path>: sets early (own-cycle jobs delivered) and busy_cycles (cycles
-# that started with all three busy queues non-empty).
+# toggle_cycles <n> <take path> [refill]: sets early (own-cycle jobs delivered) and busy_cycles
+# (cycles that started with all three busy queues non-empty). With refill, each cycle first tops
+# up a busy queue that holds fewer than 200 jobs, so the worker stays busy however slow the machine.
 toggle_cycles() {
   local first=$toggled_n
   busy_cycles=0
   early=0
   for _ in $(seq 1 "$1"); do
     toggled_n=$((toggled_n + 1))
+    [ -z "${3:-}" ] || jb_sql "SELECT count(jobbuf_stage(q, jsonb_build_object('refill', n)))
+                              FROM unnest('{busy1,busy2,busy3}'::text[]) q, generate_series(1, 400) n
+                              WHERE (SELECT count(*) FROM jobbuf.jobs j WHERE j.queue = q) < 200" >/dev/null
     [ "$(jb_sql "SELECT count(DISTINCT queue) = 3 FROM jobbuf.jobs WHERE queue LIKE 'busy_'")" = t ] &&
       busy_cycles=$((busy_cycles + 1))
     jb_psql -q -o /dev/null -c "SELECT jobbuf_resume('toggled')" -c "SELECT jobbuf_pause('toggled')" \
@@ -117,12 +121,12 @@ say "direct take: $busy_cycles of 20 cycles began with all three backlogs waitin
 jb_psql -q -o /dev/null -c "SELECT jobbuf_pause(q) FROM unnest('{busy1,busy2,busy3}'::text[]) q" \
   -c "DELETE FROM jobbuf.jobs WHERE queue LIKE 'busy_'"
 
-# The SQL take, kept busy by construction: 3 x 2,000 slowed jobs last at least 12 s.
+# The SQL take, kept busy by construction: 3 x 2,000 slowed jobs, topped up whenever a queue runs low.
 jb_psql -q -o /dev/null -c "ALTER TABLE jobbuf.jobs ENABLE TRIGGER slow_delivery" \
   -c "SELECT count(jobbuf_stage(q, jsonb_build_object('n', n))) FROM unnest('{busy1,busy2,busy3}'::text[]) q, generate_series(1, 2000) n" \
   -c "SELECT jobbuf_resume(q) FROM unnest('{busy1,busy2,busy3}'::text[]) q"
 delivered_before=$(jb_sql "SELECT sum(delivered_total) FROM jobbuf_stats() WHERE queue LIKE 'busy_'")
-toggle_cycles 60 "SQL take, worker kept busy"
+toggle_cycles 60 "SQL take, worker kept busy" refill
 expect_eq "SQL take: the worker was busy with three backlogs during every cycle" "$busy_cycles" 60
 check "SQL take: the busy queues were being delivered meanwhile" \
   [ "$(jb_sql "SELECT sum(delivered_total) FROM jobbuf_stats() WHERE queue LIKE 'busy_'")" -gt "$delivered_before" ]

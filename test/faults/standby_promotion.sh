@@ -21,7 +21,7 @@ jb_sql "SELECT jobbuf_create_queue('ticks', 'list'), jobbuf_pause('ticks'),
 jb_sql "SELECT jobbuf_stage('promo', '{\"n\": 0}')" >/dev/null
 jb_wait_until '[ "$(jb_redis LLEN "$KEY")" = 1 ]' 10
 expect_eq "the primary's worker delivers (job 0)" "$(jb_redis LLEN "$KEY")" 1
-wait_staged 0 || fail "the primary's worker did not commit job 0"   # before the base backup copies it
+wait_staged 0 "WHERE queue = 'promo'" || fail "the primary's worker did not commit job 0"   # before the base backup copies it
 
 check "pg_hba.conf allows replication from 127.0.0.1" grep -qE '^host +replication +all +127.0.0.1/32' "$JB_PGDATA/pg_hba.conf"
 
