@@ -10,6 +10,7 @@
 extern "C" {
 #include "catalog/pg_type.h"
 #include "datatype/timestamp.h"
+#include "miscadmin.h"
 #include "pgtime.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -21,7 +22,8 @@ namespace {
 // Seconds between the Unix epoch and PostgreSQL's (2000-01-01).
 constexpr int64 kEpochShift = static_cast<int64>(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY;
 
-// How many ticks ticks_between walks at most: a year of "1 seconds" ticks (it keeps the latest).
+// How many ticks ticks_between walks at most (it keeps the latest): a calendar schedule's ticks of
+// a long gap are walked one by one ("N seconds" ones are not: see jobbuf_ticks_between).
 constexpr int64 kMaxWalk = 32 * 1000 * 1000;
 
 bool zone_offset(const void* context, std::int64_t unix_seconds, std::int32_t* offset) noexcept
@@ -107,7 +109,19 @@ JOBBUF_SQL_FUNCTION(jobbuf_ticks_between)
     Datum* ring = static_cast<Datum*>(palloc(sizeof(Datum) * keep));
     int64 count = 0;
     TimestampTz tick = first;
+    // "N seconds" after a long gap: only the latest keep ticks are walked (the last multiple of N
+    // at or before upto, and the keep - 1 before it), not a year of them.
+    if (spec.every_seconds > 0 && !TIMESTAMP_NOT_FINITE(first) && !TIMESTAMP_NOT_FINITE(upto) && upto >= first) {
+        int64 step = spec.every_seconds;
+        int64 upto_s = upto / USECS_PER_SEC - (upto % USECS_PER_SEC < 0 ? 1 : 0) + kEpochShift;
+        int64 last = upto_s - ((upto_s % step) + step) % step;
+        int64 window_start = last - (static_cast<int64>(keep) - 1) * step;
+        TimestampTz start = (window_start - kEpochShift) * USECS_PER_SEC;
+        if (start > first)
+            tick = start;
+    }
     while (!TIMESTAMP_NOT_FINITE(tick) && tick <= upto && count < kMaxWalk) {
+        CHECK_FOR_INTERRUPTS();
         ring[count % keep] = TimestampTzGetDatum(tick);
         count++;
         if (!tick_after(spec, zone, tick, &tick))

@@ -93,6 +93,8 @@ SET TIME ZONE 'UTC';
 -- ticks_between keeps the latest ones, oldest first.
 SELECT jobbuf.ticks_between('* * * * *', 'UTC', '2026-11-27 10:00+00', '2026-11-27 10:05:30+00', 3) AS latest_three,
        jobbuf.ticks_between('* * * * *', 'UTC', '2026-11-27 10:00+00', '2026-11-27 10:05:30+00', 1000) AS all_six;
+-- A year of "1 seconds" ticks missed: only the latest are walked.
+SELECT jobbuf.ticks_between('1 seconds', 'UTC', '2025-01-01 00:00+00', '2026-01-01 00:00:05.5+00', 3) AS latest_of_a_year;
 
 -- The worker's step, by hand: catch_up after ticks were missed. A yearly schedule whose next tick
 -- is 1 January 2021 stands for a worker that was off across 6 ticks (2021 to 2026); one whose
