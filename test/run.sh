@@ -119,6 +119,6 @@ for s in "${suites[@]}"; do
   esac
   echo "=== suite $s took $((SECONDS - suite_started)) s"
 done
-[ -z "${JB_FAILED_FILE:-}" ] || echo "${failed[*]}" >"$JB_FAILED_FILE"
+[ -z "${JB_FAILED_FILE:-}" ] || [ ${#failed[@]} -eq 0 ] || echo "${failed[*]}" >"$JB_FAILED_FILE"
 [ $status -eq 0 ] && echo "=== all suites passed" || echo "=== FAILURES (see above): ${failed[*]}"
 exit $status
