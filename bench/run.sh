@@ -1038,14 +1038,33 @@ phase_scrape() {
   jb_sql "SELECT jobbuf_drop_queue('bench_scrape', force => true)" >/dev/null 2>&1 || jb_sql "DELETE FROM jobbuf.jobs WHERE queue = 'bench_scrape'" >/dev/null
 }
 
+# idle_probe WHAT: the idle worker's CPU over BENCH_QUEUES_SECONDS (after the last changes' dead
+# rows, statistics and reloads are out of the way), then the commit -> Redis latency of single-job
+# transactions into bench_lat, one every 20 ms for BENCH_LAT_SECONDS. Sets cpu, n, p50, p99, max.
+idle_probe() {
+  local ticks0 ticks1 out hz
+  hz=$(getconf CLK_TCK)
+  wait_queue_empty bench_lat 60 || true
+  settle ""
+  sleep 2   # the worker reloaded what the changes touched
+  ticks0=$(cpu_ticks "$WORKER_PID")
+  sleep "$BENCH_QUEUES_SECONDS"
+  ticks1=$(cpu_ticks "$WORKER_PID")
+  cpu=$(awk -v t=$((ticks1 - ticks0)) -v hz="$hz" -v s="$BENCH_QUEUES_SECONDS" 'BEGIN { printf "%.1f", 100 * t / hz / s }')
+  echo "idle worker: ${cpu}% of a core ($((ticks1 - ticks0)) ticks in ${BENCH_QUEUES_SECONDS}s)"
+  out=$("$LATENCY_PROBE" bench_lat jobbuf:bench_lat "$JB_REDIS_PORT" --seconds "$BENCH_LAT_SECONDS" --interval-ms 20) \
+    || fail "latency probe ($1)"
+  read -r n p50 p99 max <<<"$out"
+  echo "$n samples: p50 ${p50} ms, p99 ${p99} ms, max ${max} ms"
+}
+
 # --- queues: what many idle queues cost ------------------------------------------------------
 # The worker idle (nothing staged) with N active list queues: its CPU time over
 # BENCH_QUEUES_SECONDS (a full pass every poll_interval, 1 s), then the commit -> Redis latency of
 # single-job transactions into one of them. Queues are added up to each count in turn.
 phase_queues() {
   worker_enabled on
-  local count have ticks0 ticks1 hz cpu out n p50 p99 max
-  hz=$(getconf CLK_TCK)
+  local count have cpu n p50 p99 max
   for count in $BENCH_QUEUES; do
     have=$(jb_sql "SELECT count(*) FROM jobbuf.queues WHERE NOT paused AND target <> 'none'")
     if [ "$have" -lt "$count" ]; then
@@ -1053,18 +1072,7 @@ phase_queues() {
     fi
     have=$(jb_sql "SELECT count(*) FROM jobbuf.queues WHERE NOT paused AND target <> 'none'")
     say "queues: $have active queues, worker idle for ${BENCH_QUEUES_SECONDS}s, then commit -> Redis latency (${BENCH_LAT_SECONDS}s, one single-job transaction every 20 ms)"
-    wait_queue_empty bench_lat 60 || true
-    settle ""  # the creations' dead rows and statistics out of the way, as before the first count
-    sleep 2    # the queue list reloaded after the creations
-    ticks0=$(cpu_ticks "$WORKER_PID")
-    sleep "$BENCH_QUEUES_SECONDS"
-    ticks1=$(cpu_ticks "$WORKER_PID")
-    cpu=$(awk -v t=$((ticks1 - ticks0)) -v hz="$hz" -v s="$BENCH_QUEUES_SECONDS" 'BEGIN { printf "%.1f", 100 * t / hz / s }')
-    echo "idle worker: ${cpu}% of a core ($((ticks1 - ticks0)) ticks in ${BENCH_QUEUES_SECONDS}s)"
-    out=$("$LATENCY_PROBE" bench_lat jobbuf:bench_lat "$JB_REDIS_PORT" --seconds "$BENCH_LAT_SECONDS" --interval-ms 20) \
-      || fail "latency probe ($have queues)"
-    read -r n p50 p99 max <<<"$out"
-    echo "$n samples: p50 ${p50} ms, p99 ${p99} ms, max ${max} ms"
+    idle_probe "$have queues"
     result "queues_${count}_active" "$have"; result "queues_${count}_idle_cpu" "$cpu"
     result "queues_${count}_p50" "$p50"; result "queues_${count}_p99" "$p99"; result "queues_${count}_max" "$max"
   done
@@ -1078,8 +1086,7 @@ phase_queues() {
 # when jobbuf.schedules changes: the count should not show.
 phase_schedules() {
   worker_enabled on
-  local count ticks0 ticks1 hz cpu out n p50 p99 max
-  hz=$(getconf CLK_TCK)
+  local count cpu n p50 p99 max
   jb_sql "SELECT jobbuf_create_queue('bench_ticks', 'list', if_not_exists => true)" >/dev/null
   jb_sql "SELECT count(jobbuf_unschedule(name)) FROM jobbuf_schedules() WHERE name LIKE 'bench_tick_%'" >/dev/null
   for count in 0 "$BENCH_SCHEDULES"; do
@@ -1088,18 +1095,7 @@ phase_schedules() {
         -c "SELECT count(jobbuf_schedule('bench_tick_' || g, '0 0 1 1 *', 'bench_ticks', '{}')) FROM generate_series(1, $count) g"
     fi
     say "schedules: $count, none due; worker idle for ${BENCH_QUEUES_SECONDS}s, then commit -> Redis latency (${BENCH_LAT_SECONDS}s)"
-    wait_queue_empty bench_lat 60 || true
-    settle ""
-    sleep 2
-    ticks0=$(cpu_ticks "$WORKER_PID")
-    sleep "$BENCH_QUEUES_SECONDS"
-    ticks1=$(cpu_ticks "$WORKER_PID")
-    cpu=$(awk -v t=$((ticks1 - ticks0)) -v hz="$hz" -v s="$BENCH_QUEUES_SECONDS" 'BEGIN { printf "%.1f", 100 * t / hz / s }')
-    echo "idle worker: ${cpu}% of a core ($((ticks1 - ticks0)) ticks in ${BENCH_QUEUES_SECONDS}s)"
-    out=$("$LATENCY_PROBE" bench_lat jobbuf:bench_lat "$JB_REDIS_PORT" --seconds "$BENCH_LAT_SECONDS" --interval-ms 20) \
-      || fail "latency probe ($count schedules)"
-    read -r n p50 p99 max <<<"$out"
-    echo "$n samples: p50 ${p50} ms, p99 ${p99} ms, max ${max} ms"
+    idle_probe "$count schedules"
     result "sched_${count}_idle_cpu" "$cpu"; result "sched_${count}_p99" "$p99"
   done
   result sched_count "$BENCH_SCHEDULES"
