@@ -29,6 +29,7 @@ extern "C" {
 #include "executor/executor.h"
 #include "nodes/bitmapset.h"
 #include "nodes/parsenodes.h"
+#include "storage/bufmgr.h"
 #include "utils/acl.h"
 #include "utils/guc_tables.h"
 #include "utils/rel.h"
@@ -243,6 +244,18 @@ static inline void jobbuf_reindex_index(Oid index, char persistence)
     reindex_index(nullptr, index, true, persistence, &params);
 #else
     reindex_index(index, true, persistence, &params);
+#endif
+}
+
+// A new page at the end of rel's main fork, zeroed, pinned and locked exclusively.
+static inline Buffer jobbuf_new_locked_buffer(Relation rel)
+{
+#if PG_VERSION_NUM >= 160000
+    return ExtendBufferedRel(BMR_REL(rel), MAIN_FORKNUM, nullptr, EB_LOCK_FIRST);
+#else
+    Buffer buffer = ReadBuffer(rel, P_NEW);
+    LockBuffer(buffer, BUFFER_LOCK_EXCLUSIVE);
+    return buffer;
 #endif
 }
 

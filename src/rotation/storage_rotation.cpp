@@ -5,15 +5,14 @@
 #include "config/settings.h"
 #include "metadata/jobs_table_shape.h"
 #include "pg_compat.h"
+#include "rotation/rows_put_back.h"
 #include "rotation/storage_rotation.h"
 #include "rotation/storage_truncation.h"
 #include "worker/worker_transaction.h"
 
 extern "C" {
 #include "access/heapam.h"
-#include "access/heaptoast.h"
 #include "access/htup_details.h"
-#include "access/rewriteheap.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/transam.h"
@@ -66,6 +65,11 @@ constexpr long kHeldAfterMs = 15 * 1000;
 // Producers wait for the rotation once it holds the lock: it moves at most this much.
 constexpr uint64 kMaxLiveRows = 10000;
 constexpr uint64 kMaxLiveBytes = 32 * 1024 * 1024;
+// Values kept out of line are never read under the lock beyond this much: while live rows hold
+// more in the TOAST table, only the heap gets a new file and their TOAST pointers are put back as
+// they are (a 40 MB job due tomorrow costs the rotation its pointer's 18 bytes); the TOAST table
+// is rotated, its live values re-toasted into its new file, once they are this small again.
+constexpr uint64 kMaxRetoastBytes = 8 * 1024 * 1024;
 // The lock is tried, never waited for, every kLockPollUs for up to kLockSpinUs: a busy table is
 // free only between its producers' transactions. Then again after a growing pause.
 constexpr long kLockSpinUs = 20000;
@@ -164,30 +168,26 @@ bool stats_table_is_pristine(Relation rel)
 }
 
 struct LiveRows {
-    HeapTuple* tuples;  // flattened copies with their headers (no TOAST pointers: the TOAST table gets a new file)
+    HeapTuple* tuples;  // copies with their headers and TOAST pointers (nothing detoasted)
     uint64 count;
-    uint64 bytes;
+    uint64 bytes;          // as stored in the heap
+    uint64 toasted_bytes;  // kept out of line, in the TOAST table
 };
 
 // The rows of rel alive as of a snapshot taken now, counted (and copied into *rows when copy)
-// until either limit: false when the table holds more.
+// until either limit on the heap's share: false when the table holds more. Nothing is detoasted:
+// a TOAST pointer's stored size counts in toasted_bytes.
 bool read_live_rows(Relation rel, uint64 max_rows, uint64 max_bytes, bool copy, LiveRows* rows)
 {
     Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
     TableScanDesc scan = jobbuf_table_beginscan(rel, snapshot);
-    TupleDesc desc = RelationGetDescr(rel);
-    rows->count = 0;
-    rows->bytes = 0;
+    *rows = {};
     uint64 capacity = copy ? 64 : 0;
     rows->tuples = copy ? static_cast<HeapTuple*>(palloc(sizeof(HeapTuple) * capacity)) : nullptr;
     bool fits = true;
     HeapTuple tuple;
     while ((tuple = heap_getnext(scan, ForwardScanDirection)) != nullptr) {
-        HeapTuple kept = nullptr;
-        if (copy)
-            kept = HeapTupleHasExternal(tuple) ? toast_flatten_tuple(tuple, desc) : heap_copytuple(tuple);
-        uint64 length = kept != nullptr ? kept->t_len : tuple->t_len;
-        if (rows->count + 1 > max_rows || rows->bytes + length > max_bytes) {
+        if (rows->count + 1 > max_rows || rows->bytes + tuple->t_len > max_bytes) {
             fits = false;
             break;
         }
@@ -196,10 +196,11 @@ bool read_live_rows(Relation rel, uint64 max_rows, uint64 max_bytes, bool copy, 
                 capacity *= 2;
                 rows->tuples = static_cast<HeapTuple*>(repalloc(rows->tuples, sizeof(HeapTuple) * capacity));
             }
-            rows->tuples[rows->count] = kept;
+            rows->tuples[rows->count] = heap_copytuple(tuple);
         }
         rows->count++;
-        rows->bytes += length;
+        rows->bytes += tuple->t_len;
+        rows->toasted_bytes += out_of_line_bytes(rel, tuple);
     }
     table_endscan(scan);
     UnregisterSnapshot(snapshot);
@@ -247,48 +248,7 @@ void set_frozen_xid(Relation rel, TransactionId frozen_xid)
     CatalogTupleUpdate(pg_class, &tuple->t_self, tuple);
     heap_freetuple(tuple);
     table_close(pg_class, RowExclusiveLock);
-    CommandCounterIncrement();  // rel's relcache entry (rewrite_heap_tuple reads it) sees the value
-}
-
-// The header of a row put back, as read under ACCESS EXCLUSIVE: alive to a snapshot taken then,
-// so its xmin committed and its xmax (if any) is a locker's or an aborted transaction's, all
-// ended: that xmax is cleared, as VACUUM's freezing clears it (FreezeMultiXactId, a locker gone),
-// and nothing that a snapshot can tell changes. xmin is kept, and frozen only when it precedes
-// frozen_xid (visible to every snapshot): a snapshot taken before the row's transaction committed
-// still does not see it.
-void keep_visibility(HeapTupleHeader header, TransactionId frozen_xid)
-{
-    if (!(header->t_infomask & HEAP_XMAX_INVALID) || TransactionIdIsValid(HeapTupleHeaderGetRawXmax(header))) {
-        header->t_infomask &= ~HEAP_XMAX_BITS;
-        header->t_infomask |= HEAP_XMAX_INVALID;
-        header->t_infomask2 &= ~HEAP_KEYS_UPDATED;
-        HeapTupleHeaderSetXmax(header, InvalidTransactionId);
-    }
-    TransactionId xmin = HeapTupleHeaderGetXmin(header);  // FrozenTransactionId once frozen
-    if (TransactionIdIsNormal(xmin) && TransactionIdPrecedes(xmin, frozen_xid))
-        HeapTupleHeaderSetXminFrozen(header);
-}
-
-// Writes rows into rel's new, empty heap file with CLUSTER's writer (rewriteheap.c): each row
-// keeps its tuple header (keep_visibility); pages go to the file directly and are WAL-logged as
-// full page images, which logical decoding does not decode; a value too long for the page goes
-// to the TOAST table as CLUSTER re-toasts it (HEAP_INSERT_NO_LOGICAL: not decoded either).
-// rel's indexes are rebuilt afterwards (rebuild_used_indexes), as CLUSTER does.
-void put_back(Relation rel, const LiveRows& rows, TransactionId frozen_xid)
-{
-    RewriteState rewrite = begin_heap_rewrite(rel, rel, frozen_xid, frozen_xid, rel->rd_rel->relminmxid);
-    MemoryContext row_cxt = AllocSetContextCreate(CurrentMemoryContext, "jobbuf put back", ALLOCSET_DEFAULT_SIZES);
-    for (uint64 i = 0; i < rows.count; i++) {
-        HeapTuple kept = rows.tuples[i];
-        keep_visibility(kept->t_data, frozen_xid);
-        MemoryContext caller_cxt = MemoryContextSwitchTo(row_cxt);
-        // rewrite_heap_tuple copies the old tuple's header into the new one, which it scribbles on.
-        rewrite_heap_tuple(rewrite, kept, heap_copytuple(kept));
-        MemoryContextSwitchTo(caller_cxt);
-        MemoryContextReset(row_cxt);
-    }
-    MemoryContextDelete(row_cxt);
-    end_heap_rewrite(rewrite);
+    CommandCounterIncrement();  // rel's relcache entry sees the value
 }
 
 // One attempt, inside the worker transaction begun by the caller. The table is looked at under
@@ -328,7 +288,10 @@ Outcome try_rotation(RotatedTable& table)
     if (!lock_without_waiting(relid))
         return Outcome::LockBusy;
     rel = table_open(relid, NoLock);
-    if (!lock_storage_without_waiting(rel)) {
+    // The TOAST table is locked (and rotated) only when its live values looked small enough to
+    // re-toast: with more, a VACUUM of it (frequent when it is large) never holds the rotation up.
+    bool toast_locked = rows.toasted_bytes <= kMaxRetoastBytes;
+    if (!lock_storage_without_waiting(rel, toast_locked)) {
         table_close(rel, NoLock);
         return Outcome::LockBusy;  // a VACUUM of the TOAST table, a REINDEX: the caller's commit releases the locks
     }
@@ -338,15 +301,19 @@ Outcome try_rotation(RotatedTable& table)
     MemoryContext rows_cxt = AllocSetContextCreate(TopTransactionContext, "jobbuf rotation", ALLOCSET_DEFAULT_SIZES);
     MemoryContext caller_cxt = MemoryContextSwitchTo(rows_cxt);
     bool fits = read_live_rows(rel, 2 * kMaxLiveRows, kMaxLiveBytes, true, &rows);
+    bool rotate_toast = fits && toast_locked && rows.toasted_bytes <= kMaxRetoastBytes;
+    if (rotate_toast)
+        for (uint64 i = 0; i < rows.count; i++)
+            flatten_row(rel, &rows.tuples[i]);  // from the old TOAST file, before it is left
     MemoryContextSwitchTo(caller_cxt);
     if (!fits) {
         table_close(rel, NoLock);
         return Outcome::TooLive;  // nothing changed; the lock goes at the caller's commit
     }
     TransactionId frozen_xid = freeze_cutoff(rel);
-    give_new_heap_file(rel);
+    give_new_heap_file(rel, rotate_toast);
     set_frozen_xid(rel, frozen_xid);
-    put_back(rel, rows, frozen_xid);
+    put_back_rows(rel, rows.tuples, rows.count, frozen_xid, rotate_toast);
     MemoryContextDelete(rows_cxt);
     CommandCounterIncrement();
     rebuild_used_indexes(rel);

@@ -63,10 +63,10 @@ bool lock_indexes_without_waiting(Relation rel)
 
 }  // namespace
 
-bool lock_storage_without_waiting(Relation rel)
+bool lock_storage_without_waiting(Relation rel, bool with_toast)
 {
     Oid toast_oid = rel->rd_rel->reltoastrelid;
-    if (OidIsValid(toast_oid)) {
+    if (with_toast && OidIsValid(toast_oid)) {
         if (!ConditionalLockRelationOid(toast_oid, AccessExclusiveLock))
             return false;
         Relation toast = table_open(toast_oid, NoLock);
@@ -78,7 +78,7 @@ bool lock_storage_without_waiting(Relation rel)
     return lock_indexes_without_waiting(rel);
 }
 
-void give_new_heap_file(Relation rel)
+void give_new_heap_file(Relation rel, bool with_toast)
 {
     // cluster_rel's first step: a serializable reader's lock on a row or page of the old file
     // would name another row, or none, in the new one; held on the relation, it still conflicts
@@ -87,7 +87,7 @@ void give_new_heap_file(Relation rel)
     TransferPredicateLocksToHeapRelation(rel);
     jobbuf_set_new_relfilenumber(rel);
     Oid toast_oid = rel->rd_rel->reltoastrelid;
-    if (OidIsValid(toast_oid)) {
+    if (with_toast && OidIsValid(toast_oid)) {
         Relation toast = table_open(toast_oid, NoLock);  // locked by lock_storage_without_waiting
         if (RelationGetNumberOfBlocks(toast) > 0) {
             jobbuf_set_new_relfilenumber(toast);

@@ -12,21 +12,22 @@ extern "C" {
 #include "utils/rel.h"
 }
 
-// Takes ACCESS EXCLUSIVE on rel's TOAST table, that table's indexes and each index of rel, each
-// with ConditionalLockRelationOid: never joins a lock queue while the caller holds rel's own
+// Takes ACCESS EXCLUSIVE on each index of rel and, with_toast, on rel's TOAST table and that
+// table's indexes, each with ConditionalLockRelationOid: never joins a lock queue while the caller holds rel's own
 // ACCESS EXCLUSIVE (waiting for a VACUUM of the TOAST table would stall every producer behind
 // rel's lock). False when one of them is not free: the caller then gives up before changing
 // anything, and the end of its transaction releases those taken.
-bool lock_storage_without_waiting(Relation rel);
+bool lock_storage_without_waiting(Relation rel, bool with_toast);
 
 // Gives rel, a plain table on which the caller holds ACCESS EXCLUSIVE, as on everything
 // lock_storage_without_waiting locks, a new, empty heap file inside the caller's transaction, the
-// old one dropped at commit; so does its TOAST table (its indexes rebuilt empty) unless it has
-// never stored anything. rel's indexes keep their files until rebuild_used_indexes. First, as
+// old one dropped at commit; so does its TOAST table (its indexes rebuilt empty) when with_toast
+// (locked by lock_storage_without_waiting with it), unless it has never stored anything: without,
+// the TOAST table and the values in it stay where they are. rel's indexes keep their files until rebuild_used_indexes. First, as
 // CLUSTER does, the SIREAD locks of serializable transactions on rel's rows and pages move to the
 // relation: they named places in the old file. Nothing of this is decoded by logical decoding
 // (no TRUNCATE record: a rotation replicates as nothing).
-void give_new_heap_file(Relation rel);
+void give_new_heap_file(Relation rel, bool with_toast);
 
 // Rebuilds each index of rel from rel's heap into a new file (reindex_index, which also moves the
 // index's SIREAD locks to the relation), except a B-tree that has never had an entry: its file is
