@@ -35,6 +35,9 @@ void keep_visibility(HeapTupleHeader header, TransactionId frozen_xid)
         header->t_infomask2 &= ~HEAP_KEYS_UPDATED;
         HeapTupleHeaderSetXmax(header, InvalidTransactionId);
     }
+    // Not part of an update chain any more, as rewrite_heap_tuple clears it: each row is alone in
+    // the new file (an index entry for a heap-only tuple would find no root to follow).
+    header->t_infomask2 &= ~HEAP2_XACT_MASK;
     TransactionId xmin = HeapTupleHeaderGetXmin(header);  // FrozenTransactionId once frozen
     if (TransactionIdIsNormal(xmin) && TransactionIdPrecedes(xmin, frozen_xid))
         HeapTupleHeaderSetXminFrozen(header);
