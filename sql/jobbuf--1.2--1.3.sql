@@ -588,6 +588,159 @@ BEGIN
 END $$;
 ALTER FUNCTION jobbuf_discard_restored(text) SECURITY DEFINER;
 
+-- Flow control (src/sql/10_queues.sql): the queue options max_in_redis and max_rate (refused on
+-- a none queue and with delivery group; a stream's maxlen not below max_in_redis).
+CREATE OR REPLACE FUNCTION jobbuf.checked_options(target text, options jsonb)
+RETURNS jsonb LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    k text;
+    v jsonb;
+    kind text;
+    known constant text[] := ARRAY['key', 'maxlen', 'batch_size', 'max_attempts', 'backoff_base',
+        'backoff_max', 'visibility', 'min_batch', 'max_wait', 'max_in_flight', 'order', 'archive',
+        'delivery', 'sidekiq_queue', 'group_class', 'namespace', 'sidekiq_version', 'prefix',
+        'bullmq_queue', 'celery_queue', 'max_in_redis', 'max_rate'];
+    sidekiq_only constant text[] := ARRAY['sidekiq_queue', 'namespace', 'sidekiq_version'];
+BEGIN
+    IF target IS NULL OR target NOT IN ('list', 'stream', 'sidekiq', 'bullmq', 'celery', 'none') THEN
+        RAISE EXCEPTION 'jobbuf: unknown target "%"', target
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'target is one of list, stream, sidekiq, bullmq, celery, none';
+    END IF;
+    IF options IS NULL OR jsonb_typeof(options) <> 'object' THEN
+        RAISE EXCEPTION 'jobbuf: queue options must be a JSON object'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    FOR k, v IN SELECT * FROM jsonb_each(options) LOOP
+        kind := jsonb_typeof(v);
+        IF NOT k = ANY (known) THEN
+            RAISE EXCEPTION 'jobbuf: unknown queue option "%"', k
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'known options: ' || array_to_string(known, ', ');
+        END IF;
+        IF k = ANY (sidekiq_only) AND target <> 'sidekiq' THEN
+            RAISE EXCEPTION 'jobbuf: option "%" applies only to target sidekiq', k
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF k = 'key' AND target NOT IN ('list', 'stream') THEN
+            RAISE EXCEPTION 'jobbuf: option "key" applies only to targets list and stream'
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'a sidekiq queue writes Sidekiq''s own keys (see sidekiq_queue and namespace); a none queue writes nothing';
+        END IF;
+        IF k = 'group_class' AND target NOT IN ('sidekiq', 'bullmq', 'celery') THEN
+            RAISE EXCEPTION 'jobbuf: option "group_class" applies only to targets sidekiq, bullmq and celery'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF k IN ('prefix', 'bullmq_queue') AND target <> 'bullmq' THEN
+            RAISE EXCEPTION 'jobbuf: option "%" applies only to target bullmq', k
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF k = 'celery_queue' AND target <> 'celery' THEN
+            RAISE EXCEPTION 'jobbuf: option "celery_queue" applies only to target celery'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF k = 'maxlen' AND target <> 'stream' THEN
+            RAISE EXCEPTION 'jobbuf: option "maxlen" applies only to target stream'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        IF k IN ('max_in_redis', 'max_rate') AND target = 'none' THEN
+            RAISE EXCEPTION 'jobbuf: option "%" applies only to targets the worker pushes to', k
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'a none queue is claimed with jobbuf_claim: max_in_flight bounds its claimed jobs, min_batch and max_wait its batches';
+        END IF;
+        IF k = 'max_rate' THEN
+            IF kind <> 'number' OR v::numeric <= 0 OR v::numeric > 1000000000 THEN
+                RAISE EXCEPTION 'jobbuf: option "max_rate" must be a number of jobs per second above 0 and at most 1000000000, not %', v
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF k IN ('maxlen', 'batch_size', 'max_attempts', 'min_batch', 'max_in_flight', 'visibility', 'max_in_redis') THEN
+            IF kind <> 'number' OR v::text !~ '^[0-9]+$' OR v::numeric < 1 OR v::numeric > 2147483647 THEN
+                RAISE EXCEPTION 'jobbuf: option "%" must be a positive integer, not %', k, v
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            IF k = 'batch_size' AND v::numeric > 100000 THEN
+                RAISE EXCEPTION 'jobbuf: option "batch_size" must be at most 100000, not %', v
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF k IN ('backoff_base', 'backoff_max', 'max_wait') THEN
+            IF kind <> 'number' OR v::numeric < 0 OR v::numeric > 31536000 THEN
+                RAISE EXCEPTION 'jobbuf: option "%" must be a number of seconds between 0 and 31536000, not %', k, v
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF k = 'archive' THEN
+            IF kind <> 'boolean' THEN
+                RAISE EXCEPTION 'jobbuf: option "archive" must be true or false, not %', v
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF k = 'order' THEN
+            IF kind <> 'string' OR v #>> '{}' NOT IN ('id', 'run_at') THEN
+                RAISE EXCEPTION 'jobbuf: option "order" must be "id" or "run_at", not %', v
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF k = 'delivery' THEN
+            IF kind <> 'string' OR v #>> '{}' NOT IN ('each', 'group') THEN
+                RAISE EXCEPTION 'jobbuf: option "delivery" must be "each" or "group", not %', v
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF k = 'sidekiq_version' THEN
+            IF v::text NOT IN ('6', '7', '8') THEN
+                RAISE EXCEPTION 'jobbuf: option "sidekiq_version" must be 6, 7 or 8, not %', v
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF k = 'sidekiq_queue' THEN
+            IF kind <> 'string' OR v #>> '{}' !~ '^[A-Za-z0-9_.:-]{1,63}$' THEN
+                RAISE EXCEPTION 'jobbuf: option "sidekiq_queue" must be 1-63 characters of [A-Za-z0-9_.:-], not %', v
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF k = 'bullmq_queue' THEN
+            IF kind <> 'string' OR length(v #>> '{}') NOT BETWEEN 1 AND 512 OR strpos(v #>> '{}', ':') > 0 THEN
+                RAISE EXCEPTION 'jobbuf: option "bullmq_queue" must be a string of 1 to 512 characters without ":", not %', v
+                    USING ERRCODE = 'invalid_parameter_value',
+                          HINT = 'BullMQ queue names cannot contain ":"';
+            END IF;
+        ELSE  -- key, group_class, namespace, prefix, celery_queue: free-form strings, passed to Redis as single arguments
+            IF kind <> 'string' OR length(v #>> '{}') NOT BETWEEN 1 AND 512 THEN
+                RAISE EXCEPTION 'jobbuf: option "%" must be a string of 1 to 512 characters, not %', k, v
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        END IF;
+    END LOOP;
+    IF options->>'delivery' = 'group' AND target = 'none' THEN
+        RAISE EXCEPTION 'jobbuf: delivery "group" needs a target that the worker pushes to'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'a queue with target none is consumed with jobbuf_claim directly';
+    END IF;
+    IF options->>'delivery' = 'group' AND target = 'sidekiq' AND NOT options ? 'group_class' THEN
+        RAISE EXCEPTION 'jobbuf: a sidekiq queue with delivery "group" needs the option group_class'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'group_class names the Sidekiq job class whose perform(group_id) reads the group';
+    END IF;
+    IF options->>'delivery' = 'group' AND target = 'celery' AND NOT options ? 'group_class' THEN
+        RAISE EXCEPTION 'jobbuf: a celery queue with delivery "group" needs the option group_class'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'group_class names the Celery task that is called with the group id';
+    END IF;
+    IF options->>'delivery' = 'group' AND (options ? 'max_in_redis' OR options ? 'max_rate') THEN
+        RAISE EXCEPTION 'jobbuf: options max_in_redis and max_rate apply to delivery "each" only'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'a group queue pushes one message per claimed group: batch_size bounds its groups';
+    END IF;
+    IF (options->>'maxlen') IS NOT NULL AND (options->>'max_in_redis') IS NOT NULL
+       AND (options->>'maxlen')::bigint < (options->>'max_in_redis')::bigint THEN
+        RAISE EXCEPTION 'jobbuf: maxlen (%) cannot be below max_in_redis (%)',
+            options->>'maxlen', options->>'max_in_redis'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'the stream would trim jobs its consumers have not read yet';
+    END IF;
+    IF (options->>'min_batch') IS NOT NULL AND (options->>'batch_size') IS NOT NULL
+       AND (options->>'min_batch')::int > (options->>'batch_size')::int THEN
+        RAISE EXCEPTION 'jobbuf: min_batch (%) cannot exceed batch_size (%)',
+            options->>'min_batch', options->>'batch_size'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN options;
+END $$;
+
 -- Keep this statement last.
 -- Wakes the drain worker when this update commits: a worker running the 1.3 library against 1.2
 -- SQL waits for this update, and a statement on jobbuf.queues (its trigger) is what tells it.

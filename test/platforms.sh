@@ -41,10 +41,11 @@ PG_SUITES=(
 PG17_EXTRA=(test/e2e/activejob_adapter.sh)
 # On 18 the Redis-facing suites once on a Valkey 9 server: the pure C++ unit tests (also OpenSSL
 # 3.5, hiredis 1.2), TLS, Sentinel and the delivery faults.
-PG18_EXTRA=(unit test/e2e/tls.sh test/faults/sentinel_failover.sh test/faults/delivery_faults.sh)
+PG18_EXTRA=(unit test/e2e/tls.sh test/faults/sentinel_failover.sh test/faults/delivery_faults.sh test/faults/redis_memory_guard.sh)
 # Valkey 8.0 on PostgreSQL 15: the Redis-facing suites (the server's C API is the host run's).
 VALKEY8_SUITES=(unit test/e2e/tls.sh test/e2e/redis_outage.sh test/faults/sentinel_failover.sh
-  test/faults/delivery_faults.sh test/faults/hostile_redis_runtime.sh test/faults/redis_maxmemory.sh
+  test/faults/delivery_faults.sh test/faults/hostile_redis_runtime.sh test/faults/redis_maxmemory.sh test/faults/redis_memory_guard.sh
+  test/e2e/flow_caps.sh
   test/faults/stale_batch_after_hang.sh)
 
 

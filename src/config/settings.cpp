@@ -4,6 +4,7 @@
 
 #include "config/refused_settings.h"
 #include "config/settings.h"
+#include "redis/memory_guard.h"
 #include "launcher/database_list.h"
 #include "redis/endpoint.h"
 #include "redis/url_check.h"
@@ -28,6 +29,8 @@ char* jobbuf_redis_tls_cert_file = nullptr;
 char* jobbuf_redis_tls_key_file = nullptr;
 char* jobbuf_redis_sentinel_password_file = nullptr;
 int jobbuf_redis_min_replicas = 0;
+char* jobbuf_redis_memory_limit = nullptr;
+bool jobbuf_redis_require_noeviction = false;
 
 static const struct config_enum_entry tls_verify_options[] = {
     {"full", static_cast<int>(jobbuf::redis::TlsOptions::Verify::Full), false},
@@ -173,6 +176,17 @@ static bool check_database(char** newval, void** extra, GucSource source)
     return false;
 }
 
+static bool check_redis_memory_limit(char** newval, void** extra, GucSource source)
+{
+    if (*newval == nullptr)
+        return true;
+    char reason[256];
+    if (jobbuf::redis::check_memory_limit(*newval, reason, sizeof(reason)))
+        return true;
+    GUC_check_errdetail("%s", reason);
+    return false;
+}
+
 // TLS (rediss://), Sentinel and replica acknowledgement: read by the worker at each reload; suset
 // like the other jobbuf.redis_* settings, so that ALTER DATABASE can set them per database.
 static void define_production_redis_settings(void)
@@ -205,6 +219,17 @@ static void define_production_redis_settings(void)
         "0: no WAIT. A unit not acknowledged within jobbuf.redis_timeout keeps its jobs staged; the delivery marker "
         "decides later whether they were delivered.",
         &jobbuf_redis_min_replicas, 0, 0, 16, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+    DefineCustomStringVariable(
+        "jobbuf.redis_memory_limit",
+        "How much of Redis's memory the drain may fill: off, a fraction of maxmemory, or a size such as '512MB'.",
+        "A fraction applies under maxmemory-policy noeviction only; a size always. At the limit nothing is sent to "
+        "that Redis (that master of a Cluster) until it is below 90 % of it; the jobs wait staged.",
+        &jobbuf_redis_memory_limit, "0.8", PGC_SUSET, 0, check_redis_memory_limit, nullptr, nullptr);
+    DefineCustomBoolVariable(
+        "jobbuf.redis_require_noeviction",
+        "Deliver nothing to a Redis that can evict jobs (maxmemory set and an allkeys-* policy).",
+        "Off: such a Redis gets a WARNING and is delivered to.", &jobbuf_redis_require_noeviction, false, PGC_SUSET, 0,
+        nullptr, nullptr, nullptr);
 }
 
 void jobbuf_define_settings(void)
@@ -323,5 +348,7 @@ jobbuf::redis::SessionSettings redis_session_settings(const char* password, cons
     settings.tls_cert_file = jobbuf_redis_tls_cert_file;
     settings.tls_key_file = jobbuf_redis_tls_key_file;
     settings.min_replicas = jobbuf_redis_min_replicas;
+    settings.memory_limit = jobbuf_redis_memory_limit != nullptr ? jobbuf_redis_memory_limit : "";
+    settings.require_noeviction = jobbuf_redis_require_noeviction;
     return settings;
 }

@@ -28,6 +28,9 @@ extern char* jobbuf_redis_tls_cert_file;           // jobbuf.redis_tls_cert_file
 extern char* jobbuf_redis_tls_key_file;            // jobbuf.redis_tls_key_file
 extern char* jobbuf_redis_sentinel_password_file;  // jobbuf.redis_sentinel_password_file
 extern int jobbuf_redis_min_replicas;              // jobbuf.redis_min_replicas
+// Flow control (suset): the Redis memory guard (redis/memory_guard.h) and its eviction check.
+extern char* jobbuf_redis_memory_limit;       // jobbuf.redis_memory_limit: off, a fraction, a size
+extern bool jobbuf_redis_require_noeviction;  // jobbuf.redis_require_noeviction
 
 void jobbuf_define_settings(void);
 

@@ -19,6 +19,9 @@ enum class BatchOutcome {
     Full,         // delivered a full batch: there may be more
     Unavailable,  // Redis unreachable or failed mid-way: the jobs stay staged
     Refused,      // Redis refused the unit (OOM, ...): the jobs stay staged
+    MemoryFull,   // the Redis node is at jobbuf.redis_memory_limit: nothing taken, the jobs wait
+    DepthCapped,  // the queue's jobs in Redis reach its max_in_redis: nothing taken, the jobs wait
+    RateLimited,  // the queue's max_rate allows no job now: nothing taken, for wait_ms
     Interrupted,  // shutdown requested during Redis I/O
 };
 
@@ -26,6 +29,7 @@ struct BatchResult {
     BatchOutcome outcome;
     bool reconcile_needed;  // part of a unit may be in Redis: reconcile before the next batch
     int64 take_us;          // time spent in the statement that takes the batch
+    long wait_ms;           // RateLimited: until the queue's rate allows a job
     char message[jobbuf::redis::kMessageLen];
 };
 

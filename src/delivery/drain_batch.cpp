@@ -18,9 +18,12 @@
 #include "config/settings.h"
 #include "delivery/delivery_attempt.h"
 #include "delivery/delivery_stats.h"
+#include "delivery/depth_cap.h"
 #include "delivery/drain_batch.h"
+#include "delivery/memory_room.h"
 #include "delivery/job_taker.h"
 #include "delivery/own_keys.h"
+#include "delivery/rate_limit.h"
 #include "delivery/taken_batch.h"
 #include "drain/active_queues.h"
 #include "drain/expired_claims.h"
@@ -178,6 +181,18 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
     // back to the drain, below the cursor if need be (expired_claims.h).
     if (progress->restarted && !release_expired_claims(q, limit, progress, &result))
         return result;
+    // The Redis memory guard: nothing while the node is at its limit, never more text than its room.
+    jobbuf::redis::MemoryRoom room;
+    if (!memory_room_for(ctx, q, &room, &result))
+        return result;
+    if (room.limited)
+        bounds.batch_bytes = Min(bounds.batch_bytes, room.room_bytes);
+    // max_in_redis: never more jobs than the cap leaves room for.
+    if (!depth_room_for(ctx, q, progress, &limit, &result))
+        return result;
+    // max_rate: never more jobs than its token bucket holds.
+    if (!rate_room_for(q, &limit, &result))
+        return result;
 
     TakenBatch taken;
     for (;;) {
@@ -202,6 +217,32 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
         return result;
     }
     const StagedJob* jobs = taken.jobs;
+    size_t text_bytes = 0;
+    for (uint64 i = 0; i < count; i++)
+        text_bytes += jobs[i].payload.size();
+    // The take's first job always goes, whatever its size: one longer than the room waits for
+    // room, and one longer than the limit itself never fits (a dead letter that says so).
+    if (room.limited && text_bytes > room.room_bytes) {
+        if (count == 1 && text_bytes > room.limit_bytes) {
+            char error[jobbuf::redis::kMessageLen];
+            snprintf(error, sizeof(error),
+                     "the job's %zu bytes are more than jobbuf.redis_memory_limit allows this Redis to hold "
+                     "(" UINT64_FORMAT " bytes)",
+                     text_bytes, static_cast<uint64>(room.limit_bytes));
+            dead_letter(taken, 0, q->name, error);
+            record_batch(q->name, 0, 1, error);
+            int64 dead_id = jobs[0].id;
+            commit_worker_transaction();
+            progress->after_id = dead_id;
+            ereport(WARNING, (errmsg("jobbuf: a job of queue \"%s\" moved to jobbuf.dead", q->name),
+                              errdetail("%s", error)));
+            result.outcome = BatchOutcome::Partial;
+            return result;
+        }
+        abort_worker_transaction();  // the job stays staged until the room is there
+        result.outcome = BatchOutcome::MemoryFull;
+        return result;
+    }
 
     auto* results = static_cast<JobResult*>(palloc(sizeof(JobResult) * count));
     char reject_message[jobbuf::redis::kMessageLen];
@@ -254,11 +295,13 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
         jobbuf::redis::drain_session_job_error(ctx->session, i, job_error, sizeof(job_error));
         dead_letter(taken, i, q->name, job_error);
     }
+    jobbuf::redis::drain_session_memory_spent(ctx->session, q->target, text_bytes, count);
     record_batch(q->name, delivered, rejected, rejected > 0 ? reject_message : nullptr);
     note_delivered_jobs(q->name, jobs, results, count, now_epoch_seconds());
     int64 last_id = jobs[count - 1].id;
     commit_worker_transaction();
     publish_batch_counters(delivered);
+    rate_spent(q, delivered + rejected);
     progress->after_id = last_id;
     if (rejected > 0) {
         ereport(WARNING, (errmsg("jobbuf: Redis rejected " INT64_FORMAT " job(s) of queue \"%s\"; moved to jobbuf.dead",

@@ -13,6 +13,7 @@
 #include "census/queue_census.h"
 #include "delivery/delivery_stats.h"
 #include "delivery/drain_group.h"
+#include "delivery/memory_room.h"
 #include "worker/worker_transaction.h"
 
 extern "C" {
@@ -81,6 +82,10 @@ char* group_payload(const ActiveQueue* q, const char* group_id, Datum ids, Memor
 BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
 {
     BatchResult result{};
+    // A group message is small: the memory guard only holds it while the node is at its limit.
+    jobbuf::redis::MemoryRoom room;
+    if (!memory_room_for(ctx, q, &room, &result))
+        return result;
     // 1. Claim and commit, so that the consumer that pops the message sees the group.
     if (!begin_delivery_transaction("jobbuf: claiming a group", &result))
         return result;
@@ -147,6 +152,7 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
         set_batch_message(&result, whole_unit ? report.message : reject_message);
         return result;
     }
+    jobbuf::redis::drain_session_memory_spent(ctx->session, q->target, message.payload.size(), 1);
     publish_batch_counters(jobs_in_group);
     note_delivered_count(q->name, jobs_in_group, now_epoch_seconds());
     result.outcome = BatchOutcome::Full;

@@ -11,6 +11,7 @@
 #include "config/settings.h"
 #include "config/shared_state.h"
 #include "delivery/drain_batch.h"
+#include "delivery/depth_cap.h"
 #include "delivery/drain_group.h"
 #include "delivery/reconcile.h"
 #include "drain/active_queues.h"
@@ -54,6 +55,10 @@ namespace {
 
 // A Postgres error holds the next round back this long.
 constexpr int kErrorBackoffMs = 1000;
+// While a queue waits for room in Redis (below jobbuf.redis_memory_limit, below its max_in_redis),
+// the round comes again this soon: the room is read again at most that often (kDepthRecheckMs;
+// the memory guard every 100 ms).
+constexpr long kHeldBackRecheckMs = kDepthRecheckMs;
 
 struct WorkerState {
     DrainContext ctx;
@@ -388,6 +393,8 @@ long drain_round(void)
 
     bool delivered_any = false;
     bool locked_out = false;
+    bool held_back = false;  // a queue waits for room in Redis (memory guard, depth cap)
+    long rate_wait_ms = LONG_MAX;  // the soonest a rate-limited queue may push again
     for (bool more = true, first = true; more; first = false) {
         more = false;
         PassKind kind = start_pass(first);
@@ -465,6 +472,19 @@ long drain_round(void)
             }
             progress->pending = result.outcome == BatchOutcome::Full;  // a full batch: there may be more
             more = more || progress->pending;
+            if (result.outcome == BatchOutcome::MemoryFull || result.outcome == BatchOutcome::DepthCapped) {
+                // Its Redis is at its memory limit, or the queue at its max_in_redis: the queue
+                // stays pending, the pass goes on with the others (another master of a Cluster may
+                // have room), and the room is read again soon.
+                progress->pending = true;
+                held_back = true;
+                continue;
+            }
+            if (result.outcome == BatchOutcome::RateLimited) {
+                progress->pending = true;  // tried again when its bucket holds a job
+                rate_wait_ms = Min(rate_wait_ms, result.wait_ms);
+                continue;
+            }
             switch (result.outcome) {
                 case BatchOutcome::Full:
                 case BatchOutcome::Partial:
@@ -494,6 +514,9 @@ long drain_round(void)
     TimestampTz retry_at = next_queue_retry(GetCurrentTimestamp());
     if (retry_at != 0)
         sleep_ms = Min(sleep_ms, static_cast<long>((retry_at - GetCurrentTimestamp()) / 1000 + 1));
+    if (held_back)
+        sleep_ms = Min(sleep_ms, kHeldBackRecheckMs);
+    sleep_ms = Min(sleep_ms, rate_wait_ms);
     return locked_out ? kMinBackoffMs : sleep_ms;
 }
 

@@ -46,6 +46,7 @@ QueueProgress* queue_progress(const char* queue)
         entry->lowest_passed_over = PG_INT64_MAX;
         entry->pending = false;
         entry->restarted = true;
+        entry->capped_until = 0;
     }
     return entry;
 }

@@ -19,6 +19,7 @@ struct QueueProgress {
     int64 lowest_passed_over;  // the lowest id a batch left waiting since the last full pass
     bool pending;              // the queue needs (another) batch in this round
     bool restarted;            // the cursor was restarted and no batch has run from it yet
+    TimestampTz capped_until;  // max_in_redis: its depth filled the cap; read again from then (depth_cap.h)
 };
 
 // Head pass: every cursor back to 0, nothing pending.

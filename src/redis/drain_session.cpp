@@ -91,6 +91,11 @@ SessionReport drain_session_configure(DrainSession* session, const SessionSettin
         session->timeout_ms = settings.timeout_ms;
         session->client_name = settings.client_name;
         session->min_replicas = settings.min_replicas;
+        session->require_noeviction = settings.require_noeviction;
+        std::string limit_error;
+        if (!parse_memory_limit(settings.memory_limit != nullptr ? settings.memory_limit : "", &session->memory_limit,
+                                &limit_error))
+            return report_of(SessionReport::Status::BadConfig, "jobbuf.redis_memory_limit: " + limit_error);
         session->cluster.client_name = session->client_name;  // the links opened from now on carry it
         std::string effective = std::string(settings.redis_url) + '\n' + (settings.password ? settings.password : "") +
                                 '\n' + (settings.sentinel_password ? settings.sentinel_password : "") + '\n' +
@@ -146,6 +151,7 @@ SessionReport drain_session_connect(DrainSession* session, IoWaiter& waiter, boo
                          "the Redis settings are not valid (jobbuf.redis_url or jobbuf.redis_password_file)");
     if (drain_session_connected(session))
         return {};
+    forget_memory_readings(session);  // a new connection may reach another master: read it first
     try {
         if (session->is_cluster()) {
             SessionReport report = cluster_connect(session, waiter, fresh);

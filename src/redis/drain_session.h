@@ -32,6 +32,8 @@ struct SessionSettings {
     const char* tls_cert_file = "";
     const char* tls_key_file = "";
     int min_replicas = 0;  // WAIT for this many replicas after each unit (0: no WAIT)
+    const char* memory_limit = "off";  // jobbuf.redis_memory_limit as written (memory_guard.h)
+    bool require_noeviction = false;   // jobbuf.redis_require_noeviction
 };
 
 // (Re)configures the session; drops the connection when anything that the connection depends
@@ -89,6 +91,38 @@ SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter,
 // acknowledged by min_replicas replicas.
 SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter, const std::int64_t* ids,
                                          std::size_t count) noexcept;
+
+// The Redis memory guard (session_memory.cpp; jobbuf.redis_memory_limit and
+// jobbuf.redis_require_noeviction). What a unit for target may take now: room_bytes of job text
+// when limited (0: none), unlimited otherwise. Full, with nothing sent, while the node that would
+// take it is at its limit or refused for its eviction policy; Unavailable/Interrupted when
+// reading INFO failed. The notices are the lines to log (at most one per kind and call).
+struct MemoryRoom {
+    bool limited = false;
+    std::size_t room_bytes = 0;
+    std::uint64_t limit_bytes = 0;  // the limit that applies (a job longer than it never fits)
+};
+struct MemoryNotice {
+    enum class Level { None, Log, Warning };
+    Level level = Level::None;
+    char text[kMessageLen] = {0};
+};
+struct MemoryNotices {
+    MemoryNotice memory;    // held at the limit (WARNING), quiet for 10 minutes since (LOG)
+    MemoryNotice eviction;  // an evicting policy (WARNING), no longer (LOG)
+    MemoryNotice info;      // INFO refused: unguarded (WARNING), answered again (LOG)
+};
+SessionReport drain_session_memory_room(DrainSession* session, IoWaiter& waiter, const QueueTarget* target,
+                                        MemoryRoom* room, MemoryNotices* notices) noexcept;
+
+// Counts bytes of job text in jobs sent to target's node against its room until the next reading.
+void drain_session_memory_spent(DrainSession* session, const QueueTarget* target, std::size_t bytes,
+                                std::size_t jobs) noexcept;
+
+// The depth of target's queue in Redis, as its consumer counts waiting work (QueueTarget's depth
+// reads), in one round trip to the node that serves its keys: what max_in_redis caps.
+SessionReport drain_session_depth(DrainSession* session, IoWaiter& waiter, const QueueTarget* target,
+                                  long long* depth) noexcept;
 
 // Whether the session delivers to a Redis Cluster (which 1.1 could not reach: no 1.1 marker there).
 bool drain_session_on_cluster(const DrainSession* session) noexcept;

@@ -250,6 +250,20 @@ bool parse_memory_limit(std::string_view text, MemoryLimit* out, std::string* er
     }
 }
 
+bool check_memory_limit(const char* text, char* reason, std::size_t reason_len) noexcept
+{
+    MemoryLimit limit;
+    std::string error;
+    if (parse_memory_limit(text != nullptr ? text : "", &limit, &error))
+        return true;
+    if (reason_len > 0) {
+        std::size_t n = error.size() < reason_len - 1 ? error.size() : reason_len - 1;
+        std::memcpy(reason, error.data(), n);
+        reason[n] = '\0';
+    }
+    return false;
+}
+
 bool parse_info_memory(std::string_view reply, RedisMemory* out, std::string* error) noexcept
 {
     try {

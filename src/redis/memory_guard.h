@@ -30,6 +30,10 @@ struct MemoryLimit {
 // refused text and shows the valid forms; never throws.
 bool parse_memory_limit(std::string_view text, MemoryLimit* out, std::string* error) noexcept;
 
+// The same check for the setting's check hook (Postgres regime): no object crosses; on failure
+// the reason is copied into reason (truncated to reason_len - 1 bytes).
+bool check_memory_limit(const char* text, char* reason, std::size_t reason_len) noexcept;
+
 // What one `INFO memory` reply says (the fields the guard reads).
 struct RedisMemory {
     std::uint64_t used_memory = 0;            // used_memory: bytes Redis's allocator holds

@@ -16,6 +16,8 @@ struct SessionReport {
         Interrupted,  // shutdown requested while waiting
         BadConfig,    // jobbuf.redis_url does not parse
         Held,         // another cluster holds the delivery lease (drain_session_set_lease): nothing sent
+        Full,         // the Redis node is at jobbuf.redis_memory_limit (or evicts, under
+                      // jobbuf.redis_require_noeviction): nothing sent, the jobs wait staged
     };
     Status status = Status::Ok;
     char message[kMessageLen] = {0};  // one line, never the password

@@ -14,10 +14,26 @@
 #include "redis/connection.h"
 #include "redis/delivery.h"
 #include "redis/endpoint.h"
+#include "redis/memory_guard.h"
 #include "redis/net/sentinel_locator.h"
 #include "redis/session_report.h"
 
 namespace jobbuf::redis {
+
+// The memory guard's state for one Redis node (session_memory.cpp).
+struct NodeMemory {
+    bool read = false;                              // a reading since the last connect
+    std::chrono::steady_clock::time_point read_at;  // of the last reading
+    MemoryVerdict verdict;                          // of the last reading
+    std::uint64_t maxmemory = 0;                    // of the last reading
+    std::uint64_t sent_since_read = 0;              // bytes counted against the room since then
+    bool unguarded = false;                         // the node refused INFO memory
+    bool refused_eviction = false;                  // evicts, under jobbuf.redis_require_noeviction
+    bool held_warned = false;                       // a WARNING said it held; no LOG since
+    std::chrono::steady_clock::time_point last_held;
+    bool info_warned = false;    // a WARNING said it refuses INFO
+    std::string policy_warned;  // the evicting policy a WARNING named; empty: none
+};
 
 class DrainSession {
 public:
@@ -29,6 +45,9 @@ public:
     std::string marker_key;
     long timeout_ms = 2000;
     int min_replicas = 0;
+    MemoryLimit memory_limit;         // jobbuf.redis_memory_limit, parsed
+    bool require_noeviction = false;  // jobbuf.redis_require_noeviction
+    std::map<std::string, NodeMemory> memory_nodes;  // by node_for() (session_memory.cpp)
     bool configured = false;
     std::vector<std::int64_t> marker_ids;
     std::vector<JobOutcome> last_outcomes;                  // of the last deliver
@@ -100,6 +119,10 @@ void leave_a_replica(DrainSession* session, const std::vector<RedisReply>& repli
 
 // The delivery lease's lifetime: twice jobbuf.redis_timeout.
 long lease_lifetime_ms(const DrainSession* session);
+
+// Makes the memory guard read every node again before sending to it (a new connection: a
+// Sentinel failover, a restarted server).
+void forget_memory_readings(DrainSession* session) noexcept;
 
 // Takes or refreshes the delivery lease (session_lease.cpp); *taken when it was free. Held,
 // with the connection closed, while another cluster holds it; Ok with a message (a warning) when

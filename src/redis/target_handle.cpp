@@ -38,7 +38,17 @@ void queue_target_destroy(QueueTarget* target) noexcept
 
 const TargetTraits* queue_target_traits(const QueueTarget* target) noexcept
 {
-    return &target->traits();
+    return &target->effective_traits();
+}
+
+long long queue_target_max_in_redis(const QueueTarget* target) noexcept
+{
+    return target->max_in_redis();
+}
+
+double queue_target_max_rate(const QueueTarget* target) noexcept
+{
+    return target->max_rate();
 }
 
 std::size_t queue_target_group_payload(const QueueTarget* target, const char* group_id, const std::int64_t* ids,

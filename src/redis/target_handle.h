@@ -24,6 +24,12 @@ const PayloadShape* target_payload_shape(const char* target_name) noexcept;
 // What the take must know of the target (never NULL for a created target).
 const TargetTraits* queue_target_traits(const QueueTarget* target) noexcept;
 
+// The queue option max_in_redis (0: no cap; see drain_session_depth).
+long long queue_target_max_in_redis(const QueueTarget* target) noexcept;
+
+// The queue option max_rate, jobs per second (0: no limit; see delivery/rate_limit.h).
+double queue_target_max_rate(const QueueTarget* target) noexcept;
+
 // The payload of the message that stands for a claimed group with these job ids. Writes at most
 // out_len bytes, NUL-terminated, and returns the payload's length; a result >= out_len means
 // out was too small (call again with result + 1 bytes). Returns 0 when memory runs out.

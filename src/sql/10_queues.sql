@@ -10,7 +10,7 @@ DECLARE
     known constant text[] := ARRAY['key', 'maxlen', 'batch_size', 'max_attempts', 'backoff_base',
         'backoff_max', 'visibility', 'min_batch', 'max_wait', 'max_in_flight', 'order', 'archive',
         'delivery', 'sidekiq_queue', 'group_class', 'namespace', 'sidekiq_version', 'prefix',
-        'bullmq_queue', 'celery_queue'];
+        'bullmq_queue', 'celery_queue', 'max_in_redis', 'max_rate'];
     sidekiq_only constant text[] := ARRAY['sidekiq_queue', 'namespace', 'sidekiq_version'];
 BEGIN
     IF target IS NULL OR target NOT IN ('list', 'stream', 'sidekiq', 'bullmq', 'celery', 'none') THEN
@@ -54,7 +54,17 @@ BEGIN
             RAISE EXCEPTION 'jobbuf: option "maxlen" applies only to target stream'
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
-        IF k IN ('maxlen', 'batch_size', 'max_attempts', 'min_batch', 'max_in_flight', 'visibility') THEN
+        IF k IN ('max_in_redis', 'max_rate') AND target = 'none' THEN
+            RAISE EXCEPTION 'jobbuf: option "%" applies only to targets the worker pushes to', k
+                USING ERRCODE = 'invalid_parameter_value',
+                      HINT = 'a none queue is claimed with jobbuf_claim: max_in_flight bounds its claimed jobs, min_batch and max_wait its batches';
+        END IF;
+        IF k = 'max_rate' THEN
+            IF kind <> 'number' OR v::numeric <= 0 OR v::numeric > 1000000000 THEN
+                RAISE EXCEPTION 'jobbuf: option "max_rate" must be a number of jobs per second above 0 and at most 1000000000, not %', v
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF k IN ('maxlen', 'batch_size', 'max_attempts', 'min_batch', 'max_in_flight', 'visibility', 'max_in_redis') THEN
             IF kind <> 'number' OR v::text !~ '^[0-9]+$' OR v::numeric < 1 OR v::numeric > 2147483647 THEN
                 RAISE EXCEPTION 'jobbuf: option "%" must be a positive integer, not %', k, v
                     USING ERRCODE = 'invalid_parameter_value';
@@ -120,6 +130,18 @@ BEGIN
         RAISE EXCEPTION 'jobbuf: a celery queue with delivery "group" needs the option group_class'
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'group_class names the Celery task that is called with the group id';
+    END IF;
+    IF options->>'delivery' = 'group' AND (options ? 'max_in_redis' OR options ? 'max_rate') THEN
+        RAISE EXCEPTION 'jobbuf: options max_in_redis and max_rate apply to delivery "each" only'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'a group queue pushes one message per claimed group: batch_size bounds its groups';
+    END IF;
+    IF (options->>'maxlen') IS NOT NULL AND (options->>'max_in_redis') IS NOT NULL
+       AND (options->>'maxlen')::bigint < (options->>'max_in_redis')::bigint THEN
+        RAISE EXCEPTION 'jobbuf: maxlen (%) cannot be below max_in_redis (%)',
+            options->>'maxlen', options->>'max_in_redis'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'the stream would trim jobs its consumers have not read yet';
     END IF;
     IF (options->>'min_batch') IS NOT NULL AND (options->>'batch_size') IS NOT NULL
        AND (options->>'min_batch')::int > (options->>'batch_size')::int THEN

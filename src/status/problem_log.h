@@ -4,9 +4,11 @@
 #pragma once
 #include "pg_includes.h"
 
-// Settings: a Redis setting that cannot be used (refused, unreadable password file); Target: a
-// queue whose target the Redis in use cannot carry (a Cluster).
-enum class ProblemKind { Redis, Database, Config, Settings, Target };
+// Settings: a Redis setting that cannot be used (refused, unreadable password file); RedisMemory,
+// RedisEviction, RedisInfo: the memory guard's (a Redis at jobbuf.redis_memory_limit, one that
+// evicts, one that refuses INFO; delivery/memory_room.h); Target: a queue whose target the Redis
+// in use cannot carry (a Cluster).
+enum class ProblemKind { Redis, Database, Config, Settings, RedisMemory, RedisEviction, RedisInfo, Target };
 constexpr int kProblemKinds = static_cast<int>(ProblemKind::Target) + 1;  // keep Target last
 
 // Reports a problem at WARNING (see above); always recorded in jobbuf_worker_status().last_error.

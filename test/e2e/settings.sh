@@ -90,7 +90,7 @@ expect_eq "pg_settings hides jobbuf.redis_url from a non-superuser" \
   "$(as_app "SELECT count(*) FROM pg_settings WHERE name = 'jobbuf.redis_url'")" 0
 expect_eq "pg_settings shows the other jobbuf settings to a non-superuser" \
   "$(as_app "SELECT string_agg(name, ',' ORDER BY name) FROM pg_settings WHERE name LIKE 'jobbuf.%'")" \
-  "jobbuf.batch_max_bytes,jobbuf.batch_size,jobbuf.database,jobbuf.enabled,jobbuf.max_workers,jobbuf.poll_interval,jobbuf.redis_min_replicas,jobbuf.redis_timeout"
+  "jobbuf.batch_max_bytes,jobbuf.batch_size,jobbuf.database,jobbuf.enabled,jobbuf.max_workers,jobbuf.poll_interval,jobbuf.redis_memory_limit,jobbuf.redis_min_replicas,jobbuf.redis_require_noeviction,jobbuf.redis_timeout"
 expect_eq "the superuser sees it" "$(jb_sql "SELECT count(*) FROM pg_settings WHERE name = 'jobbuf.redis_url'")" 1
 expect_eq "a non-superuser cannot ALTER SYSTEM it" \
   "$(as_app "ALTER SYSTEM SET jobbuf.redis_url = 'redis://evil:6379'" | grep -c 'ERROR: +must be superuser\|permission denied')" 1

@@ -61,6 +61,15 @@ public:
             keys.push_back(base_ + key);
         return keys;
     }
+    // The jobs BullMQ's workers have yet to take (Queue#getWaitingCount counts wait and paused,
+    // plus prioritized, which takes waiting jobs with a priority).
+    void add_depth_reads(CommandPipeline* pipeline) const override
+    {
+        pipeline->add({"LLEN", base_ + "wait"});
+        pipeline->add({"LLEN", base_ + "paused"});
+        pipeline->add({"ZCARD", base_ + "prioritized"});
+    }
+    std::size_t depth_read_count() const override { return 3; }
 
     // The opts argument (the largest besides data and name, both parts of the payload) carries
     // at most the payload's opts plus jobbuf's own fields.

@@ -65,6 +65,7 @@ public:
 
     TargetKind kind() const override { return TargetKind::Celery; }
     std::vector<std::string> written_keys() const override { return {queue_}; }
+    void add_depth_reads(CommandPipeline* pipeline) const override { pipeline->add({"LLEN", queue_}); }
     const TargetTraits& traits() const override { return kCeleryTraits; }
 
     // The body is base64 (4/3 of the payload) plus two reprs and the envelope.

@@ -16,6 +16,7 @@ public:
     TargetKind kind() const override { return TargetKind::List; }
     const TargetTraits& traits() const override { return kListTraits; }
     std::vector<std::string> written_keys() const override { return {key_}; }
+    void add_depth_reads(CommandPipeline* pipeline) const override { pipeline->add({"LLEN", key_}); }
 
     void plan_pushes(const std::vector<StagedJob>& jobs, const SkippedJobs& skip, double,
                      DeliveryPlan* plan) const override

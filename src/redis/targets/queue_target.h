@@ -10,6 +10,7 @@
 
 #include "redis/delivery_plan.h"
 #include "redis/job_types.h"
+#include "redis/reply.h"
 
 namespace jobbuf::redis {
 
@@ -40,10 +41,32 @@ public:
     virtual void plan_pushes(const std::vector<StagedJob>& jobs, const SkippedJobs& skip, double now_epoch,
                              DeliveryPlan* plan) const = 0;
 
+    // The depth max_in_redis caps: how many of the queue's jobs wait in Redis for a consumer, read
+    // the way that consumer counts its waiting work. add_depth_reads appends the commands (each
+    // answered with an integer by default: LLEN, ZCARD), depth_from reads their replies.
+    virtual void add_depth_reads(CommandPipeline* pipeline) const = 0;
+    virtual std::size_t depth_read_count() const { return 1; }
+    virtual bool depth_from(const RedisReply* replies, long long* depth, std::string* error) const;
+
+    // The queue option max_in_redis (0: no cap), set by make_queue_target. A capped queue pushes
+    // only due jobs, as immediate ones: its target's own schedule (Sidekiq's, BullMQ's delayed
+    // set) would hold jobs the cap does not count.
+    long long max_in_redis() const { return max_in_redis_; }
+    void set_max_in_redis(long long cap);
+    // The queue option max_rate, jobs per second (0: no limit), set by make_queue_target.
+    double max_rate() const { return max_rate_; }
+    void set_max_rate(double rate) { max_rate_ = rate; }
+    const TargetTraits& effective_traits() const { return max_in_redis_ > 0 ? capped_traits_ : traits(); }
+
     // The payload of the one message that stands for a claimed group (delivery 'group'):
     // by default {"ids": [<job ids>], "group_id": "<uuid>"}, as jsonb prints it.
     virtual void append_group_payload(std::string_view group_id, const std::int64_t* ids, std::size_t count,
                                       std::string* out) const;
+
+private:
+    long long max_in_redis_ = 0;
+    double max_rate_ = 0;
+    TargetTraits capped_traits_;
 };
 
 // Appends a push that Redis answers with the error `why` for job (a payload the target cannot

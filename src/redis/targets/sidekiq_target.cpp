@@ -32,6 +32,11 @@ public:
         const std::string& ns = options_.namespace_prefix;
         return {ns + "queues", ns + "queue:" + options_.sidekiq_queue, ns + "schedule"};
     }
+    // Sidekiq's own count of a queue's waiting jobs (Sidekiq::Queue#size).
+    void add_depth_reads(CommandPipeline* pipeline) const override
+    {
+        pipeline->add({"LLEN", options_.namespace_prefix + "queue:" + options_.sidekiq_queue});
+    }
 
     std::size_t bulk_overhead_bound() const override { return sidekiq_head_bound(options_); }
 

@@ -5,6 +5,7 @@
 // Options `key` (default "jobbuf:<queue>") and `maxlen`.
 #include "redis/regime.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "redis/targets/target_registry.h"
@@ -28,6 +29,44 @@ public:
     TargetKind kind() const override { return TargetKind::Stream; }
     std::vector<std::string> written_keys() const override { return {key_}; }
     const TargetTraits& traits() const override { return kStreamTraits; }
+
+    // The entries its consumers have yet to read: the largest lag of its consumer groups, or the
+    // stream's length when a group's lag is unknown (Redis cannot tell after some deletions) or
+    // there is no group yet.
+    void add_depth_reads(CommandPipeline* pipeline) const override
+    {
+        pipeline->add({"XINFO", "GROUPS", key_});
+        pipeline->add({"XLEN", key_});
+    }
+    std::size_t depth_read_count() const override { return 2; }
+    bool depth_from(const RedisReply* replies, long long* depth, std::string* error) const override
+    {
+        const RedisReply& groups = replies[0];
+        const RedisReply& length = replies[1];
+        if (length.type != RedisReply::Type::Integer) {
+            *error = length.is_error() ? length.str : "XLEN: not an integer";
+            return false;
+        }
+        *depth = length.integer;
+        if (groups.is_error() || groups.type != RedisReply::Type::Array || groups.elements.empty())
+            return true;  // no stream yet ("no such key"), or no group: its length
+        long long largest = 0;
+        for (const RedisReply& group : groups.elements) {
+            bool known = false;
+            for (std::size_t i = 0; i + 1 < group.elements.size(); i += 2) {
+                if (group.elements[i].str != "lag")
+                    continue;
+                if (group.elements[i + 1].type == RedisReply::Type::Integer) {
+                    known = true;
+                    largest = std::max(largest, group.elements[i + 1].integer);
+                }
+            }
+            if (!known)
+                return true;  // a lag Redis cannot tell (or a server before 7.0): the length
+        }
+        *depth = largest;
+        return true;
+    }
 
     void plan_pushes(const std::vector<StagedJob>& jobs, const SkippedJobs& skip, double,
                      DeliveryPlan* plan) const override

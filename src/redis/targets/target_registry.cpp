@@ -69,6 +69,27 @@ void QueueTarget::append_group_payload(std::string_view group_id, const std::int
     out->append("\"}");
 }
 
+void QueueTarget::set_max_in_redis(long long cap)
+{
+    max_in_redis_ = cap;
+    capped_traits_ = traits();
+    capped_traits_.carries_run_at = false;
+}
+
+bool QueueTarget::depth_from(const RedisReply* replies, long long* depth, std::string* error) const
+{
+    long long sum = 0;
+    for (std::size_t i = 0; i < depth_read_count(); ++i) {
+        if (replies[i].type != RedisReply::Type::Integer) {
+            *error = replies[i].is_error() ? replies[i].str : "not an integer";
+            return false;
+        }
+        sum += replies[i].integer;
+    }
+    *depth = sum;
+    return true;
+}
+
 void append_job_uid(const StagedJob& job, std::string* out)
 {
     append_hex(job.id_salt, 8, out);
@@ -102,9 +123,28 @@ void append_named_group_payload(std::string_view id_key, std::string_view open, 
 
 std::unique_ptr<QueueTarget> make_queue_target(std::string_view name, const TargetSetup& setup, std::string* error)
 {
-    for (const RegisteredTarget& target : kTargets)
-        if (target.name == name)
-            return target.make(setup, error);
+    for (const RegisteredTarget& target : kTargets) {
+        if (target.name != name)
+            continue;
+        long long cap = 0;
+        if (!setup.integer_option("max_in_redis", 0, 1, 2147483647, &cap, error))
+            return nullptr;
+        double rate = 0;
+        std::string_view rate_text = setup.option("max_rate", std::string_view());
+        if (rate_text.data() != nullptr) {
+            auto res = std::from_chars(rate_text.data(), rate_text.data() + rate_text.size(), rate);
+            if (res.ec != std::errc() || res.ptr != rate_text.data() + rate_text.size() || !(rate > 0) || rate > 1e9) {
+                *error = "queue option \"max_rate\" is not a number of jobs per second: " + std::string(rate_text);
+                return nullptr;
+            }
+        }
+        std::unique_ptr<QueueTarget> made = target.make(setup, error);
+        if (made) {
+            made->set_max_in_redis(cap);
+            made->set_max_rate(rate);
+        }
+        return made;
+    }
     *error = "unknown target \"" + std::string(name) + "\"";
     return nullptr;
 }

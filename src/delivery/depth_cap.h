@@ -1,0 +1,17 @@
+// Postgres regime: the queue option max_in_redis as a batch sees it (SPEC 1.3, "Flow control at
+// the drain": Depth cap): the depth in Redis read before each batch of a capped queue, the batch
+// cut to the room left, and the wait while there is none.
+#pragma once
+#include "pg_includes.h"
+
+#include "delivery/batch_result.h"
+#include "drain/active_queues.h"
+
+// While a capped queue has no room, its depth is read again after this long (and the round
+// comes again as soon: drain_worker.cpp).
+constexpr long kDepthRecheckMs = 50;
+
+// Lowers *limit to the room q's cap leaves (the cap less the depth read now). False when there is
+// none, with result->outcome DepthCapped (or the failure's outcome when the read failed); true
+// at once for a queue without max_in_redis.
+bool depth_room_for(DrainContext* ctx, const ActiveQueue* q, QueueProgress* progress, int* limit, BatchResult* result);
