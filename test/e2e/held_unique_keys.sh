@@ -12,6 +12,7 @@
 # - a data-only pg_restore of app's jobs (keys account-42, account-7, account-5) into staging,
 #   whose own jobs hold account-5 as well: pg_restore succeeds (before: duplicate key value on
 #   jobs_unique_waiting), the held rows whose key an own job holds are skipped, the others held;
+#   so is such a row inserted with session_replication_role = replica, as an apply worker does;
 # - the worker's census counts every discarded held job in its LOG line and empties
 #   jobbuf.held_discards.
 # HELD_BREAK=trigger drops the held-key trigger in staging, to see this test fail.
@@ -89,11 +90,20 @@ expect_eq "own jobs win: account-42 and account-5 are staging's, account-7 and t
   "$(sql staging "SELECT string_agg(coalesce(unique_key, '-') || ':' || (owner = jobbuf.installation_id())::text, ',' ORDER BY unique_key)
                   FROM jobbuf.jobs")" "account-42:true,account-5:true,account-7:false,-:false"
 
-# 1 (jobbuf_stage) + 1 (ON CONFLICT) + 2 (skipped by the restore) held jobs discarded.
-if jb_wait_until '[ "$(log_discarded)" = 4 ]' 15; then
-  pass "the worker's LOG lines count the 4 discarded held jobs"
+# The insert a logical-replication apply makes (its session_replication_role = replica; no real
+# subscription here): a held row with a key an own job holds.
+app_id=$(sql app "SELECT jobbuf.installation_id()")
+out=$(sql staging "SET session_replication_role = replica;
+  INSERT INTO jobbuf.jobs (id, queue, payload, unique_key, origin, owner)
+  VALUES (2000001, 'sync', '{\"replicated\": 5}', 'account-5', '$app_id', '$app_id')" 2>&1)
+expect_eq "a replica-role insert of a held job with an own job's key does not fail, and is skipped" \
+  "${out}|$(sql staging "SELECT count(*) FROM jobbuf.jobs WHERE id = 2000001")" "|0"
+
+# 1 (jobbuf_stage) + 1 (ON CONFLICT) + 2 (skipped by the restore) + 1 (replica) held jobs discarded.
+if jb_wait_until '[ "$(log_discarded)" = 5 ]' 15; then
+  pass "the worker's LOG lines count the 5 discarded held jobs"
 else
-  fail "the worker's LOG lines count $(log_discarded) discarded held jobs, expected 4"
+  fail "the worker's LOG lines count $(log_discarded) discarded held jobs, expected 5"
 fi
 check "its census empties jobbuf.held_discards" \
   jb_wait_until "[ \"\$(sql staging 'SELECT count(*) FROM jobbuf.held_discards')\" = 0 ]" 10
