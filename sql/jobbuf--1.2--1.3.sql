@@ -741,6 +741,64 @@ BEGIN
     RETURN options;
 END $$;
 
+-- ==== Unique keys in a copy (issue 34, finding #6) — begin ====
+-- A held job's unique_key never blocks this installation's own job: src/sql/62_held_keys.sql,
+-- which explains the trigger, and docs/copies.md, "Unique keys in a copy". The same objects and
+-- privileges as a fresh 1.3 (90_privileges.sql: no function is PUBLIC's; jobbuf_admin reads
+-- every table).
+-- The held jobs discarded (or skipped) this way, until the worker's census counts them in its
+-- LOG line about held jobs and deletes them (src/delivery/held_jobs.cpp). A row per discarded
+-- job, never updated: stagers never wait for each other or for the worker on a counter. At most
+-- one row per held job, so it stays as small as the held jobs were. Not dumped.
+CREATE TABLE jobbuf.held_discards (
+    queue        text NOT NULL,
+    id           bigint NOT NULL,
+    unique_key   text NOT NULL,
+    discarded_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE jobbuf.held_discards IS 'held jobs discarded because a job of this installation took their unique_key; emptied by the worker''s census, which logs them';
+-- No key: the whole row identifies it to logical replication (the census's DELETE under a
+-- publication that publishes deletes), as for jobbuf.consumer_failures.
+ALTER TABLE jobbuf.held_discards REPLICA IDENTITY FULL;
+
+-- SECURITY DEFINER: producers may not read or delete other jobs; this deletes only a waiting job
+-- of another installation with the key the producer is staging, which that job would block.
+CREATE FUNCTION jobbuf.held_key_yields() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    own constant uuid := jobbuf.installation_id();
+    discarded bigint;
+BEGIN
+    IF NEW.owner OPERATOR(pg_catalog.=) own THEN
+        -- At most one: jobs_unique_waiting.
+        DELETE FROM jobbuf.jobs j
+        WHERE j.queue OPERATOR(pg_catalog.=) NEW.queue AND j.unique_key OPERATOR(pg_catalog.=) NEW.unique_key
+          AND j.group_id IS NULL AND j.owner OPERATOR(pg_catalog.<>) own
+        RETURNING j.id INTO discarded;
+        IF discarded IS NOT NULL THEN
+            INSERT INTO jobbuf.held_discards (queue, id, unique_key) VALUES (NEW.queue, discarded, NEW.unique_key);
+        END IF;
+        RETURN NEW;
+    END IF;
+    IF EXISTS (SELECT FROM jobbuf.jobs j
+               WHERE j.queue OPERATOR(pg_catalog.=) NEW.queue AND j.unique_key OPERATOR(pg_catalog.=) NEW.unique_key
+                 AND j.group_id IS NULL AND j.owner OPERATOR(pg_catalog.=) own) THEN
+        INSERT INTO jobbuf.held_discards (queue, id, unique_key) VALUES (NEW.queue, NEW.id, NEW.unique_key);
+        RETURN NULL;
+    END IF;
+    RETURN NEW;
+END $$;
+-- Named to fire after jobs_validate_and_wake (triggers fire in name order): nothing is deleted
+-- for a row the validation refuses.
+CREATE TRIGGER jobs_yield_held_key BEFORE INSERT ON jobbuf.jobs
+    FOR EACH ROW WHEN (NEW.unique_key IS NOT NULL AND NEW.group_id IS NULL)
+    EXECUTE FUNCTION jobbuf.held_key_yields();
+ALTER TABLE jobbuf.jobs ENABLE ALWAYS TRIGGER jobs_yield_held_key;
+REVOKE ALL ON FUNCTION jobbuf.held_key_yields() FROM PUBLIC;
+GRANT SELECT ON jobbuf.held_discards TO jobbuf_admin;
+-- ==== Unique keys in a copy — end ====
+
+
 -- Keep this statement last.
 -- Wakes the drain worker when this update commits: a worker running the 1.3 library against 1.2
 -- SQL waits for this update, and a statement on jobbuf.queues (its trigger) is what tells it.

@@ -31,7 +31,8 @@ PG_SUITES=(
   test/faults/hostile_gucs.sh test/faults/hostile_database_settings.sh
   test/faults/hostile_roles.sh test/faults/hostile_lifecycle.sh test/faults/kill_one_worker.sh
   test/faults/standby_promotion.sh
-  test/e2e/copies.sh test/e2e/held_snapshot.sh test/faults/live_clone.sh test/faults/refused_settings.sh
+  test/e2e/copies.sh test/e2e/held_unique_keys.sh test/e2e/held_snapshot.sh test/faults/live_clone.sh
+  test/faults/refused_settings.sh
   test/e2e/rotation_locks.sh test/e2e/rotation_snapshots.sh test/e2e/rotation_large_job.sh test/e2e/logical_replication.sh
   test/faults/clone_redis_outage.sh test/e2e/redis_password_masked.sh
   test/e2e/clients_sidekiq.sh

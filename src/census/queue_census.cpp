@@ -155,13 +155,17 @@ bool walk_step(void)
     return counted < kStepRows;
 }
 
-// Whether jobbuf.consumer_failures can be locked as the census needs without waiting (the other
-// tables: lock_jobbuf_tables).
-bool lock_consumer_failures(void)
+// Whether jobbuf.consumer_failures and jobbuf.held_discards can be locked as the census needs
+// without waiting (the other tables: lock_jobbuf_tables).
+bool lock_census_tables(void)
 {
     Oid schema = get_namespace_oid("jobbuf", true);
-    Oid relid = OidIsValid(schema) ? get_relname_relid("consumer_failures", schema) : InvalidOid;
-    return OidIsValid(relid) && ConditionalLockRelationOid(relid, RowExclusiveLock);
+    for (const char* name : {"consumer_failures", "held_discards"}) {
+        Oid relid = OidIsValid(schema) ? get_relname_relid(name, schema) : InvalidOid;
+        if (!OidIsValid(relid) || !ConditionalLockRelationOid(relid, RowExclusiveLock))
+            return false;
+    }
+    return true;
 }
 
 // Publishes the walk's counts with the minute of every queue the worker delivered to.
@@ -253,6 +257,7 @@ void publish_census(void)
     kept_plan(&publish_plan, "SELECT jobbuf.publish_census($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)", 11, types);
     execute_kept(publish_plan, values, nulls, false, SPI_OK_SELECT, "queue census");
     note_held_count(held, held_queues);
+    note_held_discards();
 }
 
 }  // namespace
@@ -303,7 +308,7 @@ void take_census_if_due(void)
     if (strcmp(installed_extension_version(), kJobbufSqlVersion) != 0)
         return;  // no extension, or SQL older than the library: nothing to count into
     begin_worker_transaction("jobbuf: counting the queues' jobs");
-    if (!lock_jobbuf_tables() || !lock_consumer_failures()) {
+    if (!lock_jobbuf_tables() || !lock_census_tables()) {
         abort_worker_transaction();  // DDL holds them: counted at the next census
         return;
     }

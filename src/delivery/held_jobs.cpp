@@ -3,10 +3,13 @@
 
 #include "config/shared_state.h"
 #include "delivery/held_jobs.h"
+#include "support/kept_plan.h"
+#include "worker/worker_transaction.h"
 
 namespace {
 
 bool some_held = false;
+SPIPlanPtr discards_plan = nullptr;
 
 }  // namespace
 
@@ -26,4 +29,20 @@ void note_held_count(int64 held, int64 queues)
         ereport(LOG, (errmsg("jobbuf: database \"%s\" holds no job of another installation any more",
                              drain_database_name())));
     some_held = held > 0;
+}
+
+void note_held_discards(void)
+{
+    kept_plan(&discards_plan,
+              "WITH d AS (DELETE FROM jobbuf.held_discards RETURNING queue)"
+              " SELECT pg_catalog.count(*), pg_catalog.count(DISTINCT d.queue) FROM d",
+              0, nullptr);
+    execute_kept(discards_plan, nullptr, nullptr, false, SPI_OK_SELECT, "counting discarded held jobs");
+    bool isnull = false;
+    int64 discarded = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+    int64 queues = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+    if (discarded > 0)
+        ereport(LOG, (errmsg("jobbuf: database \"%s\" discarded " INT64_FORMAT " held job(s) in " INT64_FORMAT
+                             " queue(s) of another installation: jobs staged here took their unique_key",
+                             drain_database_name(), discarded, queues)));
 }

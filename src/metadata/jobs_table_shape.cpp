@@ -70,8 +70,20 @@ bool foreign_keys_are_pristine(Relation rel, Oid* constraint)
     return true;
 }
 
+// Whether trigger is the extension's trigger name calling function.
+bool is_trigger(const Trigger& trigger, const char* name, const char* function)
+{
+    if (strcmp(trigger.tgname, name) != 0)
+        return false;
+    char* called = get_func_name(trigger.tgfoid);
+    return called != nullptr && strcmp(called, function) == 0;
+}
+
 // One validation trigger, enabled as created; otherwise only the foreign key's own triggers
-// (enabled or not: the extension disables its check on INSERT, an owner may enable it again).
+// (enabled or not: the extension disables its check on INSERT, an owner may enable it again) and
+// the held-key trigger (62_held_keys.sql; enabled ALWAYS, or again as ORIGIN by a
+// pg_restore --disable-triggers): it fires only for rows with a unique_key, which the direct
+// insert path never stages.
 bool triggers_are_pristine(Relation rel, Oid foreign_key)
 {
     TriggerDesc* triggers = rel->trigdesc;
@@ -83,12 +95,12 @@ bool triggers_are_pristine(Relation rel, Oid foreign_key)
         if (OidIsValid(foreign_key) && trigger.tgisinternal && trigger.tgconstraint == foreign_key &&
             (trigger.tgenabled == TRIGGER_FIRES_ON_ORIGIN || trigger.tgenabled == TRIGGER_DISABLED))
             continue;
+        if ((trigger.tgenabled == TRIGGER_FIRES_ALWAYS || trigger.tgenabled == TRIGGER_FIRES_ON_ORIGIN) &&
+            is_trigger(trigger, "jobs_yield_held_key", "held_key_yields"))
+            continue;
         if (trigger.tgenabled != TRIGGER_FIRES_ON_ORIGIN)
             return false;
-        if (strcmp(trigger.tgname, "jobs_validate_and_wake") != 0)
-            return false;
-        char* function = get_func_name(trigger.tgfoid);
-        if (function == nullptr || strcmp(function, "staged_job_trigger") != 0)
+        if (!is_trigger(trigger, "jobs_validate_and_wake", "staged_job_trigger"))
             return false;
         validation_triggers++;
     }

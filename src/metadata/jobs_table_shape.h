@@ -36,8 +36,9 @@ Relation open_jobs_table(const char* companion, Oid* companion_oid);
 // True when rel (jobbuf.jobs) is a plain table with no rules and no row security, whose columns
 // have the extension's names and types, whose only foreign key is the extension's own (queue
 // references jobbuf.queues; 1.1, absent under the 1.0 SQL), and whose only triggers are the
-// extension's validation trigger (enabled as created) and that foreign key's (its check on INSERT
-// disabled as created, or enabled again by the owner).
+// extension's validation trigger (enabled as created), its held-key trigger (1.3, rows with a
+// unique_key only) and that foreign key's (its check on INSERT disabled as created, or enabled
+// again by the owner).
 bool jobs_table_is_pristine(Relation rel);
 
 // The attribute number of the extension's column in desc (jobbuf.jobs as it is now, whatever its
