@@ -11,8 +11,7 @@
 source "$(dirname "$0")/tools/lib.sh"
 
 faults_start "" "jobbuf.poll_interval = '200ms'
-jobbuf.redis_timeout = '1s'
-log_min_messages = log"
+jobbuf.redis_timeout = '1s'"
 jb_sql "SELECT jobbuf_create_queue('again', 'list')" >/dev/null
 KEY=jobbuf:again
 jb_sql "SELECT jobbuf_stage('again', jsonb_build_object('n', g)) FROM generate_series(1, 10) g" >/dev/null

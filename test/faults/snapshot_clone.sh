@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # A snapshot clone that keeps host, port AND data directory (a VM or disk snapshot started beside
-# its original, docs/copies.md): a pg_basebackup of the running original, started in a mount
-# namespace where the copy is bind-mounted over the original's data directory path, on the
-# original's port (on 127.0.0.2, which the original does not listen on), with the same host name.
-# Only the postmaster's start tells the two apart in the lease.
+# its original, docs/copies.md). The original runs from a data directory path that is a symbolic
+# link ($JB_RUN/pgdata -> original); a pg_basebackup of it (the snapshot) is started from the same
+# path once the link points at the copy (PostgreSQL keeps the path as given, and works in the
+# directory it found at its start), on the original's port (on 127.0.0.2, which the original does
+# not listen on), on the same host. Only the postmaster's start tells the two apart in the lease.
 #   1. both stage one job per transaction at once: the original delivers its jobs once each, the
 #      clone nothing, and says so in one WARNING naming both (the same host, port and directory,
 #      two starts) and the two ways out;
@@ -19,18 +20,27 @@ source "$(dirname "$0")/tools/lib.sh"
 
 JOBS=${JB_FAULTS_CLONE_JOBS:-120}
 faults_start "" "jobbuf.poll_interval = '200ms'
-jobbuf.redis_timeout = '1s'
-log_min_messages = log"
+jobbuf.redis_timeout = '1s'"
 jb_sql "SELECT jobbuf_create_queue('twin', 'list')" >/dev/null
 KEY=jobbuf:twin
 jb_sql "SELECT jobbuf_stage('twin', '{\"side\": \"original\", \"n\": 0}')" >/dev/null
 jb_wait_until '[ "$(jb_redis LLEN "$KEY")" = 1 ]' 10 || fail "the original delivers job 0"
 wait_staged 0 || fail "the original's worker did not commit job 0"
 
-check "unshare and a mount namespace are available (run as root)" \
-  unshare -m --propagation private true || faults_done
+# --- the original, again, from a data directory path that is a symbolic link
+PATH_AS_GIVEN=$JB_PGDATA
+jb_pg_ctl stop -m fast
+mv "$PATH_AS_GIVEN" "$JB_RUN/original"
+ln -s "$JB_RUN/original" "$PATH_AS_GIVEN"
+JB_PGDATA=$JB_RUN/original   # what the harness stops on exit
+jb_as_postgres "$JB_PGBIN/pg_ctl" -D "$PATH_AS_GIVEN" -l "$JB_RUN/postgres.log" -w -t 60 start >/dev/null ||
+  { fail "the original starts from the linked path"; faults_done; }
+wait_worker_running 20 || fail "the original's worker runs again"
+jb_sql "SELECT jobbuf_stage('twin', '{\"side\": \"original\", \"n\": -1}')" >/dev/null
+jb_wait_until '[ "$(jb_redis LLEN "$KEY")" = 2 ]' 20 || fail "the original delivers job -1 (after its earlier start's lease lapsed)"
+wait_staged 0 || fail "the original's worker did not commit job -1"
 
-# --- the snapshot: a copy of the running original, started on the original's data directory path
+# --- the snapshot, started from the same path on the same port
 SNAP=$JB_RUN/snapshot
 SOCK=$JB_RUN/clone_socket
 mkdir -p "$SOCK" && chown postgres "$SOCK"
@@ -40,13 +50,10 @@ cat >>"$SNAP/postgresql.conf" <<CONF
 listen_addresses = '127.0.0.2'
 unix_socket_directories = '$SOCK'
 CONF
-touch "$JB_RUN/clone.log" && chown postgres "$JB_RUN/clone.log"
-# The namespace lives as long as the clone's postmaster does; pg_ctl start returns once it runs.
-unshare -m --propagation private sh -c "mount --bind '$SNAP' '$JB_PGDATA' &&
-  su postgres -s /bin/sh -c \"'$JB_PGBIN/pg_ctl' -D '$JB_PGDATA' -l '$JB_RUN/clone.log' -w -t 60 start\"" \
-  >/dev/null || { fail "the clone starts"; tail -n 20 "$JB_RUN/clone.log"; faults_done; }
-CLONE_PM=$(head -n 1 "$SNAP/postmaster.pid")
-on_exit "kill -QUIT $CLONE_PM"
+ln -sfn "$SNAP" "$PATH_AS_GIVEN"
+on_exit "jb_as_postgres '$JB_PGBIN/pg_ctl' -D '$SNAP' -m immediate stop"
+jb_as_postgres "$JB_PGBIN/pg_ctl" -D "$PATH_AS_GIVEN" -l "$JB_RUN/clone.log" -w -t 60 start >/dev/null ||
+  { fail "the clone starts"; tail -n 20 "$JB_RUN/clone.log"; faults_done; }
 clone_sql() { psql -X -qtAX -v ON_ERROR_STOP=1 -h "$SOCK" -p "$JB_PGPORT" -U postgres -d "$JB_DB" -c "$1"; }
 expect_eq "the clone is a primary with the original's identity, port and data directory" \
   "$(clone_sql "SELECT pg_is_in_recovery() || ' ' || jobbuf.installation_id() || ' ' || current_setting('port') || ' ' || current_setting('data_directory')")" \
@@ -77,7 +84,7 @@ wait $s2 || fail "the clone's stager"
 jb_wait_until '[ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" = 0 ]' 20 || fail "the original drains its jobs"
 sleep 1
 count_side() { jb_redis LRANGE "$KEY" 0 -1 | ruby -rjson -e 'side = ARGV[0]; ns = STDIN.read.lines.map { |l| JSON.parse(l) }.select { |j| j["side"] == side }.map { |j| j["n"] }; puts "#{ns.size} #{ns.uniq.size}"' "$1"; }
-expect_eq "the original's jobs arrive once each (lost 0, duplicated 0)" "$(count_side original)" "$(( JOBS + 1 )) $(( JOBS + 1 ))"
+expect_eq "the original's jobs arrive once each (lost 0, duplicated 0)" "$(count_side original)" "$(( JOBS + 2 )) $(( JOBS + 2 ))"
 expect_eq "the clone delivered nothing" "$(count_side clone)" "0 0"
 expect_eq "the clone keeps its jobs staged" "$(clone_sql "SELECT count(*) FROM jobbuf.jobs")" "$JOBS"
 
@@ -87,7 +94,7 @@ marker_ids=$(cut -d';' -f4 <<<"$marker")
 say "the original's last marker: ${marker:0:80}..."
 overlap=$(clone_sql "SELECT count(*) FROM jobbuf.jobs WHERE id = ANY ('{$marker_ids}'::bigint[])")
 check "the clone has jobs of its own under ids the original's last marker names ($overlap)" [ "${overlap:-0}" -gt 0 ]
-jb_pg_ctl stop -m fast
+jb_as_postgres "$JB_PGBIN/pg_ctl" -D "$JB_RUN/original" -w -t 60 stop -m fast >/dev/null
 check "the clone decides that it does not continue the lapsed lease's holder" \
   jb_wait_until "grep -q 'delivery lease of another start lapsed; this start does not continue it' '$JB_RUN/clone.log'" 20
 sleep 3
@@ -104,10 +111,10 @@ clone_sql "SELECT jobbuf_take_over()" >/dev/null
 check "the clone takes the lease over" jb_wait_until "grep -q 'took the delivery lease over from .* as jobbuf_take_over() asked' '$JB_RUN/clone.log'" 20
 check "the clone delivers every job it staged" jb_wait_until '[ "$(count_side clone)" = "'$JOBS' '$JOBS'" ]' 20
 expect_eq "... once each, the original's jobs untouched (lost 0, duplicated 0)" \
-  "$(count_side original) / $(count_side clone)" "$(( JOBS + 1 )) $(( JOBS + 1 )) / $JOBS $JOBS"
+  "$(count_side original) / $(count_side clone)" "$(( JOBS + 2 )) $(( JOBS + 2 )) / $JOBS $JOBS"
 expect_eq "the clone's table is empty" "$(clone_sql "SELECT count(*) FROM jobbuf.jobs")" 0
 expect_match "the lease names the clone's start" "$(jb_redis GET "jobbuf:lease:$(clone_sql "SELECT jobbuf.installation_id()")")" "${me##* start }"
 expect_eq "the request is cleared" "$(clone_sql "SELECT take_over_requested FROM jobbuf.delivery_counter")" f
 
-kill -INT "$CLONE_PM"
+jb_as_postgres "$JB_PGBIN/pg_ctl" -D "$SNAP" -w -t 60 stop -m fast >/dev/null
 faults_done
