@@ -798,6 +798,33 @@ REVOKE ALL ON FUNCTION jobbuf.held_key_yields() FROM PUBLIC;
 GRANT SELECT ON jobbuf.held_discards TO jobbuf_admin;
 -- ==== Unique keys in a copy — end ====
 
+-- ==== Clones and later starts (docs/copies.md): the delivery counter and jobbuf_take_over() ====
+-- (one block; as src/sql/60_copies.sql and 90_privileges.sql give a fresh 1.3)
+CREATE TABLE jobbuf.delivery_counter (
+    delivered_unit      bigint NOT NULL DEFAULT 0,
+    take_over_requested boolean NOT NULL DEFAULT false,
+    one_row             boolean PRIMARY KEY DEFAULT true CONSTRAINT delivery_counter_one_row CHECK (one_row)
+);
+COMMENT ON TABLE jobbuf.delivery_counter IS 'the delivery number of this cluster''s last batch (one row, not dumped): what tells a later start of this cluster from a copy; written by the drain worker and jobbuf_take_over()';
+INSERT INTO jobbuf.delivery_counter DEFAULT VALUES;
+CREATE TRIGGER delivery_counter_not_replicated BEFORE INSERT OR UPDATE OR DELETE ON jobbuf.delivery_counter
+    FOR EACH ROW WHEN (pg_catalog.current_setting('session_replication_role') OPERATOR(pg_catalog.=) 'replica')
+    EXECUTE FUNCTION jobbuf.skip_replicated_row();
+ALTER TABLE jobbuf.delivery_counter ENABLE ALWAYS TRIGGER delivery_counter_not_replicated;
+CREATE FUNCTION jobbuf_take_over()
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp SET session_replication_role = origin AS $$
+BEGIN
+    IF NOT coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r
+                     WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER), false) THEN
+        RAISE EXCEPTION 'jobbuf_take_over() is for superusers' USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    UPDATE jobbuf.delivery_counter SET take_over_requested = true;
+    -- A statement on jobbuf.queues makes the worker reload when this commits, reading the request.
+    UPDATE jobbuf.queues SET paused = paused WHERE false;
+END $$;
+REVOKE ALL ON FUNCTION jobbuf_take_over() FROM PUBLIC;
+GRANT SELECT ON jobbuf.delivery_counter TO jobbuf_admin;
+-- ==== end of the clones block ====
 
 -- Keep this statement last.
 -- Wakes the drain worker when this update commits: a worker running the 1.3 library against 1.2

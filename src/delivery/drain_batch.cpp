@@ -17,6 +17,7 @@
 #include "census/queue_census.h"
 #include "config/settings.h"
 #include "delivery/delivery_attempt.h"
+#include "delivery/delivery_counter.h"
 #include "delivery/delivery_stats.h"
 #include "delivery/depth_cap.h"
 #include "delivery/drain_batch.h"
@@ -159,14 +160,18 @@ static SessionReport mark_only_delivered(DrainContext* ctx, const StagedJob* job
                                          uint64 count)
 {
     auto* ids = static_cast<int64*>(palloc(sizeof(int64) * count));
+    auto* staged = static_cast<double*>(palloc(sizeof(double) * count));
     size_t n = 0;
     for (uint64 i = 0; i < count; i++)
-        if (results[i] == JobResult::Delivered)
+        if (results[i] == JobResult::Delivered) {
+            staged[n] = jobs[i].staged_at;
             ids[n++] = jobs[i].id;
-    SessionReport report = jobbuf::redis::drain_session_write_marker(ctx->session, *ctx->waiter,
-                                                                     reinterpret_cast<const std::int64_t*>(ids), n);
+        }
+    SessionReport report = jobbuf::redis::drain_session_write_marker(
+        ctx->session, *ctx->waiter, reinterpret_cast<const std::int64_t*>(ids), staged, n);
     ctx->waiter->raise_pending();
     pfree(ids);
+    pfree(staged);
     return report;
 }
 
@@ -297,6 +302,8 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
     }
     jobbuf::redis::drain_session_memory_spent(ctx->session, q->target, text_bytes, count);
     record_batch(q->name, delivered, rejected, rejected > 0 ? reject_message : nullptr);
+    // The unit's delivery number, committed with the batch (delivery_counter.h).
+    record_delivery_number(jobbuf::redis::drain_session_unit_number(ctx->session));
     note_delivered_jobs(q->name, jobs, results, count, now_epoch_seconds());
     int64 last_id = jobs[count - 1].id;
     commit_worker_transaction();

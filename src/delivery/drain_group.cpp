@@ -6,6 +6,7 @@
 // claimed and pushed again (that expiry counts as an attempt).
 #include "pg_includes.h"
 
+#include "delivery/delivery_counter.h"
 #include "delivery/delivery_attempt.h"
 
 #include "support/kept_plan.h"
@@ -133,6 +134,7 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
     begin_worker_transaction(pushed ? "jobbuf: counting a group" : "jobbuf: releasing a group");
     if (pushed) {
         record_batch(q->name, jobs_in_group, 0, nullptr);
+        record_delivery_number(jobbuf::redis::drain_session_unit_number(ctx->session));
     } else {
         Oid types[1] = {UUIDOID};
         kept_plan(&release_plan,

@@ -3,6 +3,7 @@
 
 #include "support/kept_plan.h"
 
+#include "delivery/delivery_counter.h"
 #include "delivery/reconcile.h"
 #include "drain/active_queues.h"
 #include "worker/worker_transaction.h"
@@ -17,9 +18,16 @@ using jobbuf::redis::SessionReport;
 
 static SPIPlanPtr reconcile_plan = nullptr;
 
-// Deletes the staged jobs the marker now read names (Redis has them), in its own transaction.
-// False when jobbuf's tables are locked (retried before the next batch).
-static bool delete_marked_jobs(const std::int64_t* ids, size_t count, bool* gone)
+// Deletes the staged jobs that the markers just read name (Redis has them), in its own
+// transaction, for the markers this start may act on (docs/copies.md): one it wrote itself; a
+// 1.2 marker (read only by a start that holds the lease, which 1.2's rules gave it); one whose
+// delivery number is one above this cluster's committed counter and whose jobs are staged here as
+// they were pushed (a later start of the writer, after a crash cut the batch's commit off). Any
+// other marker was written by another cluster (a copy, or the holder this one took the lease from
+// with jobbuf_take_over()): the jobs it names are left alone. Acting on a marker raises the
+// counter to its number in the same transaction. False when jobbuf's tables are locked (retried
+// before the next batch).
+static bool delete_marked_jobs(const jobbuf::redis::MarkerView* markers, size_t count, bool* gone)
 {
     *gone = false;
     begin_worker_transaction("jobbuf: reconciling the last delivered batch");
@@ -40,14 +48,36 @@ static bool delete_marked_jobs(const std::int64_t* ids, size_t count, bool* gone
                   "   AND j.owner OPERATOR(pg_catalog.=) jobbuf.installation_id()",
                   1, types);
     }
-    auto* datums = static_cast<Datum*>(palloc(sizeof(Datum) * count));
-    for (size_t i = 0; i < count; i++)
-        datums[i] = Int64GetDatum(ids[i]);
-    ArrayType* array =
-        construct_array(datums, static_cast<int>(count), INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
-    Datum args[1] = {PointerGetDatum(array)};
-    execute_kept(reconcile_plan, args, nullptr, false, SPI_OK_DELETE, "reconciliation");
-    uint64 deleted = SPI_processed;
+    int64 committed = 0;
+    bool take_over = false;
+    read_delivery_counter(&committed, &take_over);
+    uint64 deleted = 0;
+    int64 raised = committed;
+    int ignored = 0;
+    for (size_t m = 0; m < count; m++) {
+        const jobbuf::redis::MarkerView& marker = markers[m];
+        bool act = marker.own || marker.legacy ||
+                   (marker.number == committed + 1 && marker_names_staged_jobs(marker));
+        if (!act) {
+            // Another cluster's, or a batch this cluster committed (its jobs are gone already).
+            ignored += marker.number > committed && marker.count > 0 ? 1 : 0;
+            continue;
+        }
+        if (!marker.legacy)
+            raised = Max(raised, marker.number);
+        if (marker.count == 0)
+            continue;
+        auto* datums = static_cast<Datum*>(palloc(sizeof(Datum) * marker.count));
+        for (size_t i = 0; i < marker.count; i++)
+            datums[i] = Int64GetDatum(marker.ids[i]);
+        ArrayType* array = construct_array(datums, static_cast<int>(marker.count), INT8OID, sizeof(int64),
+                                           FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+        Datum args[1] = {PointerGetDatum(array)};
+        execute_kept(reconcile_plan, args, nullptr, false, SPI_OK_DELETE, "reconciliation");
+        deleted += SPI_processed;
+    }
+    if (raised > committed)
+        raise_delivery_counter(raised, false);
     commit_worker_transaction();
     if (deleted > 0)
         ereport(
@@ -56,22 +86,26 @@ static bool delete_marked_jobs(const std::int64_t* ids, size_t count, bool* gone
                 "jobbuf: " UINT64_FORMAT
                 " job(s) were already in Redis when the last batch was interrupted; removed them without pushing again",
                 deleted)));
+    if (ignored > 0)
+        ereport(LOG, (errmsg("jobbuf: left alone the jobs named by %d delivery marker(s) that another start wrote "
+                             "and this one does not continue (docs/copies.md)",
+                             ignored)));
     return true;
 }
 
-// Reads the marker under the session's key and deletes the jobs it names; *done as for
+// Reads the markers under the session's key and deletes the jobs they name; *done as for
 // reconcile_delivered.
 static SessionReport reconcile_marker(DrainContext* ctx, bool* done)
 {
     *done = false;
-    const std::int64_t* ids = nullptr;
+    const jobbuf::redis::MarkerView* markers = nullptr;
     size_t count = 0;
-    SessionReport report = jobbuf::redis::drain_session_read_marker(ctx->session, *ctx->waiter, &ids, &count);
+    SessionReport report = jobbuf::redis::drain_session_read_marker(ctx->session, *ctx->waiter, &markers, &count);
     ctx->waiter->raise_pending();
     if (report.status != SessionReport::Status::Ok)
         return report;
     bool gone = false;
-    *done = count == 0 || delete_marked_jobs(ids, count, &gone);
+    *done = count == 0 || delete_marked_jobs(markers, count, &gone);
     return report;
 }
 

@@ -6,6 +6,7 @@
 #include "support/kept_plan.h"
 
 #include "config/shared_state.h"
+#include "delivery/delivery_counter.h"
 #include "drain/active_queues.h"
 #include "hooks/commit_wakeup.h"
 #include "metadata/extension_version.h"
@@ -22,6 +23,7 @@ extern "C" {
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 }
 
 namespace {
@@ -33,6 +35,9 @@ char legacy_marker_key_buffer[128];
 char lease_key_buffer[128];
 uint32 identity_salt = 0;
 char installed_version[NAMEDATALEN];
+// jobbuf.delivery_counter as of the last load (delivery_counter.h).
+int64 loaded_counter = 0;
+bool loaded_take_over = false;
 
 // The list current_active_queues returned last, and the queues_generation it was read at.
 bool list_loaded = false;
@@ -47,6 +52,16 @@ int64 list_rows = -1;
 int64 list_xmin_sum = 0;
 
 }  // namespace
+
+int64 loaded_delivery_counter(void)
+{
+    return loaded_counter;
+}
+
+bool loaded_take_over_request(void)
+{
+    return loaded_take_over;
+}
 
 const char* installed_extension_version(void)
 {
@@ -68,8 +83,18 @@ void worker_lease_value(char* value, size_t len)
     char host[256] = "";
     if (gethostname(host, sizeof(host) - 1) != 0)
         strlcpy(host, "?", sizeof(host));
-    snprintf(value, len, "host %s port %d data directory %s system " UINT64_FORMAT, host, PostPortNumber, DataDir,
-             GetSystemIdentifier());
+    // The postmaster's start, in UTC to the microsecond: a drain worker restarted under the same
+    // postmaster is the same start; a restart, or a clone that keeps host, port and data
+    // directory (a VM or disk snapshot), is another (docs/copies.md).
+    pg_time_t seconds = timestamptz_to_time_t(PgStartTime);
+    long micros = static_cast<long>(((PgStartTime % USECS_PER_SEC) + USECS_PER_SEC) % USECS_PER_SEC);
+    struct tm utc;
+    char started[64] = "?";
+    time_t as_time_t = static_cast<time_t>(seconds);
+    if (gmtime_r(&as_time_t, &utc) != nullptr)
+        strftime(started, sizeof(started), "%Y-%m-%d %H:%M:%S", &utc);
+    snprintf(value, len, "host %s port %d data directory %s system " UINT64_FORMAT " start %s.%06ld UTC", host,
+             PostPortNumber, DataDir, GetSystemIdentifier(), started, micros);
 }
 
 const char* legacy_marker_key(void)
@@ -217,6 +242,7 @@ static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
     int count = static_cast<int>(SPI_processed);
     SPITupleTable* queue_rows = SPI_tuptable;        // kept until SPI_finish
     queues_fingerprint(&list_rows, &list_xmin_sum);  // the same snapshot as the list
+    read_delivery_counter(&loaded_counter, &loaded_take_over);
     list_extension = extension_oid;
     note_installation(extension_oid);
     auto* list = static_cast<ActiveQueue*>(MemoryContextAllocZero(cxt, sizeof(ActiveQueue) * (count + 1)));

@@ -51,9 +51,17 @@ const char* marker_key(void);
 // last load ("" before).
 const char* lease_key(void);
 
-// How the lease names this cluster: host, port, data directory and system identifier (a restart
-// is the same holder, a clone on another host, port or directory is another).
+// How the lease (and the marker) names this start of this cluster: host, port, data directory,
+// system identifier and the postmaster's start time (a drain worker restarted under the same
+// postmaster is the same holder; a restart, or a clone that keeps host, port and directory, is
+// another, which takes a lapsed lease only when its delivery counter proves it continues the
+// holder: delivery_counter.h).
 void worker_lease_value(char* value, size_t len);
+
+// jobbuf.delivery_counter as of the last load: the committed delivery counter, and whether
+// jobbuf_take_over() asked this cluster to take the lease.
+int64 loaded_delivery_counter(void);
+bool loaded_take_over_request(void);
 
 // The key 1.1 gave the marker ("jobbuf:marker:<system identifier>:<database oid>:<extension oid>"),
 // reconciled once after an update from 1.1. As of the last load ("" before).

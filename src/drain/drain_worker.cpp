@@ -10,6 +10,7 @@
 #include "config/refused_settings.h"
 #include "config/settings.h"
 #include "config/shared_state.h"
+#include "delivery/delivery_counter.h"
 #include "delivery/drain_batch.h"
 #include "delivery/depth_cap.h"
 #include "delivery/drain_group.h"
@@ -26,6 +27,7 @@
 #include "hooks/drop_database_guard.h"
 #include "launcher/database_settings.h"
 #include "launcher/drain_slot.h"
+#include "worker/worker_transaction.h"
 #include "metadata/extension_version.h"
 #include "rotation/storage_rotation.h"
 #include "schedules/tick_staging.h"
@@ -70,6 +72,7 @@ struct WorkerState {
     TimestampTz lease_held_since;       // when another cluster was first found holding it (0: not)
     uint32 next_pass_start;             // where the next pass starts among the pending queues
     bool fencing_warned;
+    bool take_over_pending;  // jobbuf_take_over() asked; cleared in the table once the lease is taken
     bool targets_noted;                    // note_refused_targets ran since the last load and connection
     char config_problem[kStatusErrorLen];  // why the Redis settings are unusable; empty: they are usable
 };
@@ -216,15 +219,67 @@ bool session_call_succeeded(const SessionReport& report)
     }
 }
 
+// After a connection: a lease taken from another start is logged; one taken by
+// jobbuf_take_over() raises this cluster's delivery counter to the highest number in Redis and
+// clears the request, before reconciliation reads the markers: the other holder's marker is then
+// never acted on (its batch in flight, if it was one, may reach Redis twice; no job is lost).
+// False on a database error (the connection is dropped and taken again later).
+bool note_lease_taken(void)
+{
+    bool forced = false;
+    int64 highest = 0;
+    char from[jobbuf::redis::kMessageLen];
+    bool took = jobbuf::redis::drain_session_took_over(state->ctx.session, &forced, &highest, from, sizeof(from));
+    if (!took && !state->take_over_pending)
+        return true;
+    if (state->take_over_pending &&
+        !run_guarded([&] {
+            begin_worker_transaction("jobbuf: taking over the delivery lease");
+            raise_delivery_counter(forced ? highest : 0, true);
+            commit_worker_transaction();
+        })) {
+        jobbuf::redis::drain_session_request_take_over(state->ctx.session);  // taken again, recorded then
+        return false;
+    }
+    state->take_over_pending = false;
+    if (took && forced)
+        ereport(LOG, (errmsg("jobbuf: took the delivery lease over from %s, as jobbuf_take_over() asked; the "
+                             "jobs its last marker names are not reconciled here (a batch it had in flight may "
+                             "reach Redis twice, none is lost)",
+                             from)));
+    else if (took)
+        ereport(LOG, (errmsg("jobbuf: took over the lapsed delivery lease of %s, an earlier start of this cluster",
+                             from)));
+    return true;
+}
+
 bool ensure_redis(void)
 {
     bool fresh = false;
     if (!jobbuf::redis::drain_session_connected(state->ctx.session))
         pgstat_report_activity(STATE_RUNNING, "jobbuf: connecting to Redis");
     SessionReport report = jobbuf::redis::drain_session_connect(state->ctx.session, *state->ctx.waiter, &fresh);
+    // Another start's lease lapsed: it is taken only if this start continues that holder, which
+    // this cluster's delivery counter must prove (delivery_counter.h); then connect again at once.
+    jobbuf::redis::ContinuityEvidence evidence;
+    if (report.status == SessionReport::Status::Held &&
+        jobbuf::redis::drain_session_continuity_question(state->ctx.session, &evidence)) {
+        bool continues = false;
+        if (!run_guarded([&] { continues = continues_lease_holder(evidence); })) {
+            pgstat_report_activity(STATE_IDLE, nullptr);
+            database_failed();
+            return false;
+        }
+        jobbuf::redis::drain_session_answer_continuity(state->ctx.session, continues);
+        report = jobbuf::redis::drain_session_connect(state->ctx.session, *state->ctx.waiter, &fresh);
+    }
     pgstat_report_activity(STATE_IDLE, nullptr);
     if (!session_call_succeeded(report))
         return false;
+    if (fresh && !note_lease_taken()) {
+        database_failed();
+        return false;
+    }
     if (fresh) {
         state->lease_kept_at = GetCurrentTimestamp();  // connecting took the lease
         state->lease_held_since = 0;
@@ -324,6 +379,14 @@ int load_pass(ActiveQueue** queues, bool reload, bool* reloaded)
     }
     if (jobbuf::redis::drain_session_set_lease(state->ctx.session, lease_key(), state->lease_value))
         state->reconcile_needed = true;
+    if (*reloaded) {
+        jobbuf::redis::drain_session_note_counter(state->ctx.session, loaded_delivery_counter());
+        if (loaded_take_over_request() && !state->take_over_pending) {
+            state->take_over_pending = true;
+            jobbuf::redis::drain_session_request_take_over(state->ctx.session);
+            delay_redis_attempts(0);
+        }
+    }
     return nqueues;
 }
 

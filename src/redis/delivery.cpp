@@ -4,6 +4,8 @@
 #include "redis/regime.h"
 
 #include <charconv>
+#include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "redis/delivery.h"
@@ -70,7 +72,8 @@ void record_failure(JobOutcome* outcome, const std::string& error_text)
 }  // namespace
 
 bool plan_delivery(const QueueTarget& target, const std::vector<StagedJob>& jobs, std::string_view marker_key,
-                   double now_epoch, DeliveryPlan* plan, std::string* error, std::size_t max_bulk_bytes) noexcept
+                   double now_epoch, DeliveryPlan* plan, std::string* error, std::size_t max_bulk_bytes,
+                   const MarkerStamp* stamp) noexcept
 {
     try {
         plan->unit.clear();
@@ -82,11 +85,20 @@ bool plan_delivery(const QueueTarget& target, const std::vector<StagedJob>& jobs
         plan->unit.add({"MULTI"});
         target.plan_pushes(jobs, skip, now_epoch, plan);
         std::vector<std::int64_t> ids;
+        std::vector<double> staged;
         ids.reserve(jobs.size());
+        staged.reserve(jobs.size());
         for (std::size_t i = 0; i < jobs.size(); ++i)
-            if (jobs[i].marked && is_sent(skip, i))
+            if (jobs[i].marked && is_sent(skip, i)) {
                 ids.push_back(jobs[i].id);
-        plan->unit.add({"SET", marker_key, format_marker(ids)});
+                staged.push_back(jobs[i].staged_at);
+            }
+        if (stamp != nullptr)
+            plan->unit.add({"SET", marker_key,
+                            format_marker_value(stamp->number, marker_digest(ids.data(), staged.data(), ids.size()),
+                                                ids, stamp->writer)});
+        else
+            plan->unit.add({"SET", marker_key, format_marker(ids)});
         plan->unit.add({"EXEC"});
         return true;
     } catch (...) {
@@ -183,6 +195,67 @@ std::string format_marker(const std::vector<std::int64_t>& ids)
         out.append(buf, res.ptr);
     }
     return out;
+}
+
+std::uint64_t marker_digest(const std::int64_t* ids, const double* staged_at, std::size_t count) noexcept
+{
+    std::uint64_t hash = 0xcbf29ce484222325ULL;
+    auto mix = [&hash](std::uint64_t v) {
+        for (int b = 0; b < 8; ++b) {
+            hash ^= (v >> (8 * b)) & 0xff;
+            hash *= 0x100000001b3ULL;
+        }
+    };
+    // staged_at to the microsecond, as PostgreSQL keeps it: the take's two paths and the check
+    // of a later start convert a timestamp to epoch seconds in ways that may differ in the last bit.
+    for (std::size_t i = 0; i < count; ++i) {
+        mix(static_cast<std::uint64_t>(ids[i]));
+        mix(static_cast<std::uint64_t>(std::llround(staged_at[i] * 1e6)));
+    }
+    return hash;
+}
+
+std::string format_marker_value(std::int64_t number, std::uint64_t digest, const std::vector<std::int64_t>& ids,
+                                std::string_view writer)
+{
+    char hex[17];
+    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(digest));
+    std::string out = "2;" + decimal(number) + ";" + hex + ";" + format_marker(ids) + ";";
+    out.append(writer.data(), writer.size());
+    return out;
+}
+
+bool parse_marker_value(std::string_view text, MarkerValue* value) noexcept
+{
+    try {
+        *value = MarkerValue();
+        if (text.rfind("2;", 0) != 0) {
+            value->legacy = true;
+            return parse_marker(text, &value->ids);
+        }
+        value->legacy = false;
+        std::size_t a = 2, b = text.find(';', a);
+        if (b == std::string_view::npos || b == a)
+            return false;
+        auto res = std::from_chars(text.data() + a, text.data() + b, value->number);
+        if (res.ec != std::errc() || res.ptr != text.data() + b || value->number < 0)
+            return false;
+        std::size_t c = text.find(';', b + 1);
+        if (c == std::string_view::npos || c != b + 17)
+            return false;
+        unsigned long long digest = 0;
+        res = std::from_chars(text.data() + b + 1, text.data() + c, digest, 16);
+        if (res.ec != std::errc() || res.ptr != text.data() + c)
+            return false;
+        value->digest = digest;
+        std::size_t d = text.find(';', c + 1);
+        if (d == std::string_view::npos || !parse_marker(text.substr(c + 1, d - c - 1), &value->ids))
+            return false;
+        value->writer = std::string(text.substr(d + 1));
+        return true;
+    } catch (...) {
+        return false;
+    }
 }
 
 bool parse_marker(std::string_view text, std::vector<std::int64_t>* ids) noexcept

@@ -285,9 +285,16 @@ SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter, con
             session->marker_hash_slots.insert(hash_slot);  // before sending: a unit in doubt is read back
             session->last_hash_slot = hash_slot;
         }
+        // The unit's delivery number: above every number this session pushed, read or committed
+        // (a number whose unit did not run is skipped: only the order matters, docs/copies.md).
+        MarkerStamp stamp;
+        stamp.number = session->counter + 1;
+        stamp.writer = session->lease_value;
         if (!plan_delivery(*target, batch_jobs, marker_key_of(session, hash_slot), now_epoch, &plan, &error,
-                           session->max_bulk_bytes))
+                           session->max_bulk_bytes, &stamp))
             return report_of(SessionReport::Status::Unavailable, error);
+        session->counter = stamp.number;
+        session->last_unit_number = stamp.number;
 
         CommandPipeline wait;
         std::vector<RedisReply> replies;

@@ -9,6 +9,7 @@
 
 #include "redis/io_waiter.h"
 #include "redis/job_types.h"
+#include "redis/marker_view.h"
 #include "redis/session_report.h"
 #include "redis/target_handle.h"
 
@@ -79,18 +80,42 @@ void drain_session_unconfigure(DrainSession* session) noexcept;
 // The endpoint for logs, password hidden.
 void drain_session_describe(const DrainSession* session, char* out, std::size_t out_len) noexcept;
 
-// Reads the marker: the ids of the last batch Redis accepted (on a Redis Cluster, of the last
-// unit in every hash slot that has a marker of this installation). On Ok, *ids/*count describe an
-// array owned by the session, valid until the next call. With min_replicas, a marker is trusted
-// only once that many replicas acknowledged it (it is written again, then WAIT): otherwise
+// Reads the markers: the last batch Redis accepted (on a Redis Cluster, the last unit in every
+// hash slot that has a marker of this installation). On Ok, *markers/*count describe an array
+// owned by the session, valid until the next call. With min_replicas, a marker is trusted only
+// once that many replicas acknowledged it (it is written again, then WAIT): otherwise
 // Unavailable, and the jobs it names stay staged.
-SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter, const std::int64_t** ids,
+SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter, const MarkerView** markers,
                                         std::size_t* count) noexcept;
 
-// Replaces the marker with the given ids (after a partially failed batch: only what Redis took),
-// acknowledged by min_replicas replicas.
+// Replaces the marker of the last unit with the given jobs (after a partially failed batch: only
+// what Redis took; staged_at parallel to ids), the same number, acknowledged by min_replicas replicas.
 SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter, const std::int64_t* ids,
-                                         std::size_t count) noexcept;
+                                         const double* staged_at, std::size_t count) noexcept;
+
+// The delivery number of the last unit sent: what the Postgres side records in
+// jobbuf.delivery_counter in the batch's transaction.
+std::int64_t drain_session_unit_number(const DrainSession* session) noexcept;
+
+// This cluster's committed delivery counter (jobbuf.delivery_counter): the next unit's number is
+// above it (and above every number this session pushed or read).
+void drain_session_note_counter(DrainSession* session, std::int64_t committed) noexcept;
+
+// jobbuf_take_over() asked this cluster to deliver: the next connection takes the lease from any
+// holder (and the connection is dropped now so that there is a next one).
+void drain_session_request_take_over(DrainSession* session) noexcept;
+
+// True when the last connect returned Held because a lapsed lease awaits the Postgres side's
+// verdict: does this start continue the holder? Answer with drain_session_answer_continuity,
+// then connect again.
+bool drain_session_continuity_question(const DrainSession* session, ContinuityEvidence* evidence) noexcept;
+void drain_session_answer_continuity(DrainSession* session, bool continues) noexcept;
+
+// After a connection that took another start's lease (lapsed, or by jobbuf_take_over()): true
+// once, with whether it was forced, the highest delivery number of the markers then in Redis, and
+// the holder it was taken from.
+bool drain_session_took_over(DrainSession* session, bool* forced, std::int64_t* highest, char* from,
+                             std::size_t from_len) noexcept;
 
 // The Redis memory guard (session_memory.cpp; jobbuf.redis_memory_limit and
 // jobbuf.redis_require_noeviction). What a unit for target may take now: room_bytes of job text

@@ -21,6 +21,7 @@
 #include "redis/regime.h"
 
 #include <chrono>
+#include <cstdio>
 #include <string>
 
 #include "redis/cluster/slot_hash.h"
@@ -30,10 +31,11 @@ namespace jobbuf::redis {
 
 namespace {
 
-// KEYS[1] the lease, ARGV[1] this cluster's name, ARGV[2] the value this session saw lapse ("":
-// none). Returns {1, ""} when taken (free), {2, ""} when refreshed, {3, <old>} when taken over
-// after it lapsed, {0, <value>} when another holds it. A 1.2 value (no "#<n>", a TTL) counts as
-// refresh 0 of its holder; SET drops its TTL.
+// KEYS[1] the lease, ARGV[1] this start's name, ARGV[2] the value this session saw lapse ("":
+// none), ARGV[3] "1" to take it from any holder (jobbuf_take_over()). Returns {1, ''} when taken
+// (free), {2, ''} when refreshed, {3, <old>} when taken over after it lapsed, {4, <old>} when
+// taken from a holder by request, {0, <value>} when another holds it. A 1.2 value (no "#<n>", a
+// TTL) counts as refresh 0 of its holder; SET drops its TTL.
 constexpr const char* kTakeLease =
     "local v = redis.call('GET', KEYS[1]) "
     "if v == false then redis.call('SET', KEYS[1], ARGV[1] .. '#1') return {1, ''} end "
@@ -41,6 +43,7 @@ constexpr const char* kTakeLease =
     "if holder == nil then holder = v n = '0' end "
     "if holder == ARGV[1] then redis.call('SET', KEYS[1], ARGV[1] .. '#' .. (tonumber(n) + 1)) return {2, ''} end "
     "if ARGV[2] ~= '' and v == ARGV[2] then redis.call('SET', KEYS[1], ARGV[1] .. '#1') return {3, v} end "
+    "if ARGV[3] == '1' then redis.call('SET', KEYS[1], ARGV[1] .. '#1') return {4, v} end "
     "return {0, v}";
 
 using Clock = std::chrono::steady_clock;
@@ -77,6 +80,35 @@ void observe(DrainSession* session, const std::string& value, Clock::time_point 
     session->observed_last = now;
 }
 
+// A name without its start (" start <time>"): how 1.2 named a holder.
+std::string without_start(const std::string& name)
+{
+    std::size_t at = name.rfind(" start ");
+    return at == std::string::npos ? name : name.substr(0, at);
+}
+
+// The marker with the highest delivery number among those read (a legacy one when there is no
+// other), or null when there is none.
+const MarkerView* highest_marker(const DrainSession* session)
+{
+    const MarkerView* best = nullptr;
+    for (const MarkerView& m : session->marker_views)
+        if (best == nullptr || (best->legacy && !m.legacy) || (!m.legacy && m.number > best->number))
+            best = &m;
+    return best;
+}
+
+std::string held_message(const DrainSession* session, const std::string& value)
+{
+    return "another PostgreSQL cluster with this database's jobbuf installation identity delivers its jobs to "
+           "this Redis (" +
+           holder_of(value) + "); this one (" + session->lease_value +
+           ") does not deliver while it does, and takes the lease only as a later start of that cluster. On a copy "
+           "meant to live on (a pg_basebackup or snapshot clone, a standby promoted while its primary runs), run "
+           "SELECT jobbuf_reset_identity() (the jobs it carries are then held); on the cluster that is to deliver, "
+           "once the other is stopped, run SELECT jobbuf_take_over()";
+}
+
 }  // namespace
 
 long lease_lifetime_ms(const DrainSession* session)
@@ -95,8 +127,31 @@ SessionReport take_lease(DrainSession* session, IoWaiter& waiter, bool* taken)
         return report_of(SessionReport::Status::Unavailable,
                          "taking the delivery lease: not connected to the Redis Cluster");
     Clock::time_point now = Clock::now();
+    std::string lapsed = lapsed_value(session, now);
+    const bool force = session->take_over;
+    // A lapsed lease, or one to take by request: first the markers in Redis, the evidence of which
+    // start wrote last and with which delivery number (nothing is written before the lease is
+    // taken). A lapsed lease waits for the Postgres side's verdict: does this start continue its
+    // holder?
+    if (!lapsed.empty() && !force && session->continuity_for != lapsed) {
+        session->continuity = DrainSession::Continuity::Unknown;
+        session->continuity_for = lapsed;
+    }
+    if (force || (!lapsed.empty() && session->continuity == DrainSession::Continuity::Unknown)) {
+        SessionReport read = read_markers(session, waiter, false);
+        if (read.status != SessionReport::Status::Ok)
+            return read;
+        if (!force) {
+            session->continuity = DrainSession::Continuity::Asked;
+            session->connection.close();
+            session->cluster.forget();
+            return report_of(SessionReport::Status::Held, held_message(session, lapsed));
+        }
+    }
+    if (force || session->continuity != DrainSession::Continuity::Proven)
+        lapsed.clear();
     CommandPipeline pipeline;
-    pipeline.add({"EVAL", kTakeLease, "1", session->lease_key, session->lease_value, lapsed_value(session, now)});
+    pipeline.add({"EVAL", kTakeLease, "1", session->lease_key, session->lease_value, lapsed, force ? "1" : ""});
     std::vector<RedisReply> replies;
     int hash_slot = session->is_cluster() ? key_slot(session->lease_key) : -1;
     RedisStatus status = session_round_trip(session, hash_slot, pipeline, &replies, session->timeout_ms, waiter);
@@ -118,8 +173,17 @@ SessionReport take_lease(DrainSession* session, IoWaiter& waiter, bool* taken)
                          "taking the delivery lease " + session->lease_key + ": " + reply.str);
     if (reply.elements.size() != 2)
         return report_of(SessionReport::Status::Refused, "taking the delivery lease: unexpected reply");
-    if (reply.elements[0].integer != 0) {
-        *taken = reply.elements[0].integer != 2;
+    long long code = reply.elements[0].integer;
+    if (code != 0) {
+        *taken = code != 2;
+        if (code == 3 || code == 4) {
+            session->took_over = true;
+            session->took_over_forced = code == 4;
+            session->taken_from = holder_of(reply.elements[1].str);
+        }
+        session->take_over = false;
+        session->continuity = DrainSession::Continuity::Unknown;
+        session->continuity_for.clear();
         session->observed_lease.clear();
         return {};
     }
@@ -128,14 +192,7 @@ SessionReport take_lease(DrainSession* session, IoWaiter& waiter, bool* taken)
     // more): no fence, no marker, no push.
     session->connection.close();
     session->cluster.forget();
-    return report_of(
-        SessionReport::Status::Held,
-        "another PostgreSQL cluster with this database's jobbuf installation identity delivers its jobs to "
-        "this Redis (" +
-            holder_of(reply.elements[1].str) + "); this one (" + session->lease_value +
-            ") does not deliver while it does. If this cluster is a copy meant to live on (a pg_basebackup or "
-            "snapshot clone, a standby promoted while its primary runs), run SELECT jobbuf_reset_identity() "
-            "in this database (the jobs it carries are then held), otherwise stop it");
+    return report_of(SessionReport::Status::Held, held_message(session, reply.elements[1].str));
 }
 
 bool drain_session_set_lease(DrainSession* session, const char* lease_key, const char* lease_value) noexcept
@@ -165,6 +222,48 @@ SessionReport drain_session_keep_lease(DrainSession* session, IoWaiter& waiter) 
         session->cluster.forget();
         return out_of_memory();
     }
+}
+
+void drain_session_request_take_over(DrainSession* session) noexcept
+{
+    session->take_over = true;
+    session->connection.close();  // the next connection takes the lease
+    session->cluster.forget();
+}
+
+bool drain_session_continuity_question(const DrainSession* session, ContinuityEvidence* evidence) noexcept
+{
+    try {
+        if (session->continuity != DrainSession::Continuity::Asked)
+            return false;
+        const MarkerView* best = highest_marker(session);
+        evidence->found = best != nullptr;
+        evidence->marker = best != nullptr ? *best : MarkerView{nullptr, 0, 0, 0, false, false};
+        evidence->same_cluster_name =
+            without_start(holder_of(session->continuity_for)) == without_start(session->lease_value);
+        return true;
+    } catch (...) {
+        return false;
+    }
+}
+
+void drain_session_answer_continuity(DrainSession* session, bool continues) noexcept
+{
+    if (session->continuity == DrainSession::Continuity::Asked)
+        session->continuity = continues ? DrainSession::Continuity::Proven : DrainSession::Continuity::Refuted;
+}
+
+bool drain_session_took_over(DrainSession* session, bool* forced, std::int64_t* highest, char* from,
+                             std::size_t from_len) noexcept
+{
+    if (!session->took_over)
+        return false;
+    session->took_over = false;
+    *forced = session->took_over_forced;
+    const MarkerView* best = highest_marker(session);
+    *highest = best != nullptr && !best->legacy ? best->number : 0;
+    std::snprintf(from, from_len, "%s", session->taken_from.c_str());
+    return true;
 }
 
 }  // namespace jobbuf::redis

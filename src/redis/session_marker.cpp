@@ -40,8 +40,8 @@ SessionReport confirm_on_replicas(DrainSession* session, IoWaiter& waiter, int h
     return set_marker(session, waiter, hash_slot, value, "confirming the delivery marker on replicas");
 }
 
-// Reads one marker (of hash_slot on a cluster, -1 otherwise) and appends the ids it names.
-SessionReport read_marker(DrainSession* session, IoWaiter& waiter, int hash_slot)
+// Reads one marker (of hash_slot on a cluster, -1 otherwise) and appends it to session->markers.
+SessionReport read_marker(DrainSession* session, IoWaiter& waiter, int hash_slot, bool confirm)
 {
     const std::string key = marker_key_of(session, hash_slot);
     CommandPipeline pipeline;
@@ -52,15 +52,15 @@ SessionReport read_marker(DrainSession* session, IoWaiter& waiter, int hash_slot
         return report_failure(status, "reading the delivery marker");
     const RedisReply& reply = replies.at(0);
     if (reply.type == RedisReply::Type::String) {
-        std::vector<std::int64_t> ids;
-        if (!parse_marker(reply.str, &ids))
+        MarkerValue value;
+        if (!parse_marker_value(reply.str, &value))
             return report_of(SessionReport::Status::Refused, "the delivery marker " + key + " is malformed");
-        if (!ids.empty()) {
+        if (!value.ids.empty() && confirm) {
             SessionReport confirmed = confirm_on_replicas(session, waiter, hash_slot, reply.str);
             if (confirmed.status != SessionReport::Status::Ok)
                 return confirmed;
         }
-        session->marker_ids.insert(session->marker_ids.end(), ids.begin(), ids.end());
+        session->markers.push_back(std::move(value));
     } else if (reply.type != RedisReply::Type::Nil) {
         return report_of(SessionReport::Status::Refused,
                          "reading the delivery marker " + key + ": " +
@@ -71,24 +71,39 @@ SessionReport read_marker(DrainSession* session, IoWaiter& waiter, int hash_slot
 
 }  // namespace
 
-SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter, const std::int64_t** ids,
+SessionReport read_markers(DrainSession* session, IoWaiter& waiter, bool confirm)
+{
+    session->markers.clear();
+    session->marker_views.clear();
+    std::vector<int> hash_slots{-1};
+    if (session->is_cluster()) {
+        SessionReport found = cluster_marker_hash_slots(session, waiter, &hash_slots);
+        if (found.status != SessionReport::Status::Ok)
+            return found;
+    }
+    for (int hash_slot : hash_slots) {
+        SessionReport read = read_marker(session, waiter, hash_slot, confirm);
+        if (read.status != SessionReport::Status::Ok)
+            return read;
+    }
+    for (const MarkerValue& m : session->markers) {
+        session->marker_views.push_back(MarkerView{m.ids.data(), m.ids.size(), m.number, m.digest, m.legacy,
+                                                   !m.legacy && m.writer == session->lease_value});
+        if (!m.legacy && m.number > session->counter)
+            session->counter = m.number;
+    }
+    return {};
+}
+
+SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter, const MarkerView** markers,
                                         std::size_t* count) noexcept
 {
     try {
-        session->marker_ids.clear();
-        std::vector<int> hash_slots{-1};
-        if (session->is_cluster()) {
-            SessionReport found = cluster_marker_hash_slots(session, waiter, &hash_slots);
-            if (found.status != SessionReport::Status::Ok)
-                return found;
-        }
-        for (int hash_slot : hash_slots) {
-            SessionReport read = read_marker(session, waiter, hash_slot);
-            if (read.status != SessionReport::Status::Ok)
-                return read;
-        }
-        *ids = session->marker_ids.data();
-        *count = session->marker_ids.size();
+        SessionReport read = read_markers(session, waiter, true);
+        if (read.status != SessionReport::Status::Ok)
+            return read;
+        *markers = session->marker_views.data();
+        *count = session->marker_views.size();
         return {};
     } catch (...) {
         session->connection.close();
@@ -97,16 +112,28 @@ SessionReport drain_session_read_marker(DrainSession* session, IoWaiter& waiter,
 }
 
 SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter, const std::int64_t* ids,
-                                         std::size_t count) noexcept
+                                         const double* staged_at, std::size_t count) noexcept
 {
     try {
-        std::string value = format_marker(std::vector<std::int64_t>(ids, ids + count));
+        std::string value = format_marker_value(session->last_unit_number, marker_digest(ids, staged_at, count),
+                                                std::vector<std::int64_t>(ids, ids + count), session->lease_value);
         return set_marker(session, waiter, session->is_cluster() ? session->last_hash_slot : -1, value,
                           "rewriting the delivery marker");
     } catch (...) {
         session->connection.close();
         return out_of_memory();
     }
+}
+
+std::int64_t drain_session_unit_number(const DrainSession* session) noexcept
+{
+    return session->last_unit_number;
+}
+
+void drain_session_note_counter(DrainSession* session, std::int64_t committed) noexcept
+{
+    if (committed > session->counter)
+        session->counter = committed;
 }
 
 bool drain_session_on_cluster(const DrainSession* session) noexcept

@@ -6,7 +6,7 @@
 
 namespace jobbuf::redis {
 
-constexpr std::size_t kMessageLen = 512;
+constexpr std::size_t kMessageLen = 1024;  // the lease's Held message names two clusters and two ways out
 
 struct SessionReport {
     enum class Status {

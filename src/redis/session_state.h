@@ -13,6 +13,7 @@
 #include "redis/cluster/cluster_links.h"
 #include "redis/connection.h"
 #include "redis/delivery.h"
+#include "redis/marker_view.h"
 #include "redis/endpoint.h"
 #include "redis/memory_guard.h"
 #include "redis/net/sentinel_locator.h"
@@ -62,6 +63,23 @@ public:
     std::string observed_lease;
     std::chrono::steady_clock::time_point observed_since;
     std::chrono::steady_clock::time_point observed_last;
+
+    // The continuity of starts (docs/copies.md). Delivery numbers: every unit's marker carries the
+    // next one, and the Postgres side records it in jobbuf.delivery_counter in the batch's own
+    // transaction; counter is the highest this session knows used (pushed, read, or committed).
+    std::int64_t counter = 0;
+    std::int64_t last_unit_number = 0;  // the number of the last unit sent
+    std::vector<MarkerValue> markers;   // as last read (reconciliation, or the evidence for a lapsed lease)
+    std::vector<MarkerView> marker_views;
+    // A lapsed lease is taken only by a start that continues its holder: the Postgres side answers
+    // (drain_session_continuity_question) for the lapsed value continuity_for.
+    enum class Continuity { Unknown, Asked, Proven, Refuted };
+    Continuity continuity = Continuity::Unknown;
+    std::string continuity_for;
+    bool take_over = false;        // jobbuf_take_over(): the next connection takes the lease from any holder
+    bool took_over = false;        // the last connection took the lease over (lapsed or forced), not yet told
+    bool took_over_forced = false;
+    std::string taken_from;        // the holder it took the lease from
 
     // A Cluster endpoint (cluster/cluster_session.cpp): one unit, and one marker, per hash slot.
     ClusterLinks cluster;                       // the links to its nodes and its hash slot map
@@ -116,6 +134,11 @@ SessionReport cluster_marker_hash_slots(DrainSession* session, IoWaiter& waiter,
 
 // Drops the connection when a reply says the server is a replica now (READONLY).
 void leave_a_replica(DrainSession* session, const std::vector<RedisReply>& replies);
+
+// Reads every marker of this installation into session->markers (and marker_views; the counter
+// rises to the highest number read). With confirm, a marker that names jobs counts only once
+// min_replicas replicas have it (reconciliation); without, nothing is written (lease evidence).
+SessionReport read_markers(DrainSession* session, IoWaiter& waiter, bool confirm);
 
 // The delivery lease's lifetime: twice jobbuf.redis_timeout.
 long lease_lifetime_ms(const DrainSession* session);

@@ -127,3 +127,43 @@ ALTER TABLE jobbuf.installation ENABLE ALWAYS TRIGGER installation_not_replicate
 CREATE TRIGGER claim_locks_not_replicated BEFORE INSERT ON jobbuf.claim_locks
     FOR EACH ROW EXECUTE FUNCTION jobbuf.skip_replicated_row();
 ALTER TABLE jobbuf.claim_locks ENABLE ALWAYS TRIGGER claim_locks_not_replicated;
+
+-- Clones (docs/copies.md, "Clones and later starts"): the delivery counter. Every unit the drain
+-- worker pushes carries a delivery number in its Redis marker, and the batch's own transaction
+-- records it here (one row, updated in place by address; WAL-logged, so a crash, an immediate
+-- shutdown or a standby that replayed the batch keeps it). A later start of this cluster proves
+-- with it that it continues the start that holds the delivery lease; a copy of a running cluster
+-- keeps the number it was copied with and falls behind at the original's next batch. Not dumped
+-- (a restore has an identity, a marker and a lease of its own), not replicated (the trigger skips
+-- rows a subscriber's apply would write: the subscriber counts its own batches).
+-- take_over_requested: jobbuf_take_over() asked this cluster to take the lease from any holder.
+CREATE TABLE jobbuf.delivery_counter (
+    delivered_unit      bigint NOT NULL DEFAULT 0,
+    take_over_requested boolean NOT NULL DEFAULT false,
+    one_row             boolean PRIMARY KEY DEFAULT true CONSTRAINT delivery_counter_one_row CHECK (one_row)
+);
+COMMENT ON TABLE jobbuf.delivery_counter IS 'the delivery number of this cluster''s last batch (one row, not dumped): what tells a later start of this cluster from a copy; written by the drain worker and jobbuf_take_over()';
+INSERT INTO jobbuf.delivery_counter DEFAULT VALUES;
+-- Fires only under session_replication_role = replica (a subscriber's apply): no trigger call per batch.
+CREATE TRIGGER delivery_counter_not_replicated BEFORE INSERT OR UPDATE OR DELETE ON jobbuf.delivery_counter
+    FOR EACH ROW WHEN (pg_catalog.current_setting('session_replication_role') OPERATOR(pg_catalog.=) 'replica')
+    EXECUTE FUNCTION jobbuf.skip_replicated_row();
+ALTER TABLE jobbuf.delivery_counter ENABLE ALWAYS TRIGGER delivery_counter_not_replicated;
+
+-- Makes this cluster the one that delivers this installation's jobs to its Redis (superusers
+-- only): its drain worker takes the delivery lease at its next connection, whoever holds it. For
+-- two clusters with one identity (a snapshot or pg_basebackup clone, a standby promoted while its
+-- primary ran) where the one that should deliver is held: stop the other first. The other
+-- holder's last marker is not acted on: the jobs it names stay staged here and are pushed again
+-- (a batch the other had in flight may reach Redis twice; no job is lost).
+CREATE FUNCTION jobbuf_take_over()
+RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp SET session_replication_role = origin AS $$
+BEGIN
+    IF NOT coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r
+                     WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER), false) THEN
+        RAISE EXCEPTION 'jobbuf_take_over() is for superusers' USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    UPDATE jobbuf.delivery_counter SET take_over_requested = true;
+    -- A statement on jobbuf.queues makes the worker reload when this commits, reading the request.
+    UPDATE jobbuf.queues SET paused = paused WHERE false;
+END $$;

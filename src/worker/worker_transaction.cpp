@@ -65,7 +65,8 @@ bool lock_jobbuf_tables(void)
     } tables[] = {{"queues", AccessShareLock},
                   {"jobs", RowExclusiveLock},
                   {"queue_stats", RowExclusiveLock},
-                  {"dead", RowExclusiveLock}};
+                  {"dead", RowExclusiveLock},
+                  {"delivery_counter", RowExclusiveLock}};
     for (const auto& table : tables) {
         Oid relid = get_relname_relid(table.name, schema);
         if (!OidIsValid(relid) || !ConditionalLockRelationOid(relid, table.mode))

@@ -14,7 +14,7 @@ void commit_worker_transaction(void);
 void abort_worker_transaction(void);
 
 // Takes, without waiting, the locks a batch needs on jobbuf's tables (queues, jobs, queue_stats,
-// dead), all up front. False when one is held in a conflicting mode (DROP EXTENSION, TRUNCATE,
+// dead, delivery_counter), all up front. False when one is held in a conflicting mode (DROP EXTENSION, TRUNCATE,
 // LOCK TABLE): the caller then ends its transaction and skips the batch, so the worker never
 // waits holding some of them — the deadlock it would otherwise risk with DROP EXTENSION.
 bool lock_jobbuf_tables(void);

@@ -36,8 +36,11 @@ kill -CONT "$JB_REDIS_PID"
 # Redis runs whatever the worker had sent before it left, then drops the closed connection.
 jb_wait_until '[ "$(jb_redis CLIENT LIST | grep -vc "cmd=client")" = 0 ]' 15 \
   || fail "Redis still holds the worker's connection: $(jb_redis CLIENT LIST)"
+# The new start takes its earlier start's delivery lease once that has lapsed (2 x redis_timeout
+# of Redis being reachable, docs/copies.md): a shorter timeout from now on.
+echo "jobbuf.redis_timeout = '2s'" >>"$JB_PGDATA/postgresql.conf"
 jb_pg_ctl start
-jb_wait_until '[ "$(jb_redis LLEN jobbuf:stop)" -ge 300 ] && [ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" = 0 ]' 15
+jb_wait_until '[ "$(jb_redis LLEN jobbuf:stop)" -ge 300 ] && [ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs")" = 0 ]' 20
 sleep 0.5
 expect_eq "after restart: every job in Redis exactly once, in order" \
   "$(jb_redis LRANGE jobbuf:stop 0 -1 | ruby -rjson -e 'puts STDIN.each_line.map { |l| JSON.parse(l)["n"] } == (1..300).to_a')" true

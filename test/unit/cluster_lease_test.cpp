@@ -150,17 +150,89 @@ TEST_F(ClusterLeaseTest, LeaseOfAStoppedHolderLapsesAfterItsLifetime)
     auto since = std::chrono::steady_clock::now();
     SessionReport report;
     bool fresh = false;
+    bool asked = false;
     for (int i = 0; i < 100; ++i) {
         report = connect(clone.get(), &fresh);
+        // A lapsed lease is taken only once the Postgres side says this start continues its
+        // holder (here: yes; the original delivered nothing, so there is no marker).
+        ContinuityEvidence evidence{};
+        if (report.status == SessionReport::Status::Held &&
+            drain_session_continuity_question(clone.get(), &evidence)) {
+            asked = true;
+            EXPECT_FALSE(evidence.found);
+            drain_session_answer_continuity(clone.get(), true);
+            report = connect(clone.get(), &fresh);
+        }
         if (report.status != SessionReport::Status::Held)
             break;
         std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms / 4));
     }
     ASSERT_EQ(report.status, SessionReport::Status::Ok) << report.message;
+    EXPECT_TRUE(asked);
     EXPECT_TRUE(fresh);
     EXPECT_GE(elapsed_ms(since), 2 * timeout_ms) << "taken over before the lease's lifetime";
     EXPECT_EQ(command(admin_, {"GET", kLeaseKey}).str, "clone#1");
+    bool forced = true;
+    std::int64_t highest = -1;
+    char from[256];
+    ASSERT_TRUE(drain_session_took_over(clone.get(), &forced, &highest, from, sizeof from));
+    EXPECT_FALSE(forced);
+    EXPECT_STREQ(from, "original");
     EXPECT_EQ(deliver(clone.get(), 1).status, SessionReport::Status::Ok);
+}
+
+// A start that does not continue the holder (a clone of a running cluster that fell behind) stays
+// held after the lease lapsed, with the same message; jobbuf_take_over() takes it at once, whoever
+// holds it, and says which delivery number Redis had reached.
+TEST_F(ClusterLeaseTest, LapsedLeaseStaysHeldForAStartThatDoesNotContinueItUntilTakenOver)
+{
+    const long timeout_ms = 150;
+    {
+        Session original = session("original start 1", timeout_ms);
+        bool fresh = false;
+        ASSERT_EQ(connect(original.get(), &fresh).status, SessionReport::Status::Ok);
+        ASSERT_EQ(deliver(original.get(), 7).status, SessionReport::Status::Ok);
+        ASSERT_EQ(deliver(original.get(), 8).status, SessionReport::Status::Ok);
+        EXPECT_EQ(drain_session_unit_number(original.get()), 2);
+    }
+    Session clone = session("original start 2", timeout_ms);
+    drain_session_note_counter(clone.get(), 1);  // copied before the original's last batch
+    bool fresh = false;
+    int questions = 0;
+    for (int i = 0; i < 24; ++i) {
+        SessionReport report = connect(clone.get(), &fresh);
+        ASSERT_EQ(report.status, SessionReport::Status::Held) << report.message;
+        EXPECT_NE(std::string(report.message).find("jobbuf_take_over()"), std::string::npos) << report.message;
+        EXPECT_NE(std::string(report.message).find("jobbuf_reset_identity()"), std::string::npos) << report.message;
+        ContinuityEvidence evidence{};
+        if (drain_session_continuity_question(clone.get(), &evidence)) {
+            ++questions;
+            EXPECT_TRUE(evidence.found);
+            EXPECT_FALSE(evidence.marker.legacy);
+            EXPECT_EQ(evidence.marker.number, 2);
+            ASSERT_EQ(evidence.marker.count, 1u);
+            EXPECT_EQ(evidence.marker.ids[0], 8);
+            EXPECT_TRUE(evidence.same_cluster_name);
+            drain_session_answer_continuity(clone.get(), false);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms / 4));
+    }
+    EXPECT_EQ(questions, 1) << "asked once for the lapsed value";
+    EXPECT_EQ(command(admin_, {"GET", kLeaseKey}).str.rfind("original start 1#", 0), 0u);
+
+    drain_session_request_take_over(clone.get());
+    SessionReport report = connect(clone.get(), &fresh);
+    ASSERT_EQ(report.status, SessionReport::Status::Ok) << report.message;
+    EXPECT_EQ(command(admin_, {"GET", kLeaseKey}).str, "original start 2#1");
+    bool forced = false;
+    std::int64_t highest = 0;
+    char from[256];
+    ASSERT_TRUE(drain_session_took_over(clone.get(), &forced, &highest, from, sizeof from));
+    EXPECT_TRUE(forced);
+    EXPECT_EQ(highest, 2);
+    EXPECT_STREQ(from, "original start 1");
+    ASSERT_EQ(deliver(clone.get(), 9).status, SessionReport::Status::Ok);
+    EXPECT_EQ(drain_session_unit_number(clone.get()), 3) << "numbers go on above the highest in Redis";
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "redis/delivery.h"
 
@@ -38,4 +40,39 @@ TEST(Marker, RejectsMalformed)
         std::vector<std::int64_t> ids;
         EXPECT_FALSE(parse_marker(bad, &ids)) << bad;
     }
+}
+
+// 1.3's marker: "2;<number>;<digest>;<ids>;<writer>", the writer last (it may hold any character).
+TEST(Marker, ValueRoundTrip)
+{
+    std::int64_t ids[] = {4, 9};
+    double staged[] = {1700000000.123456, 1700000001.5};
+    std::uint64_t digest = jobbuf::redis::marker_digest(ids, staged, 2);
+    std::string text = jobbuf::redis::format_marker_value(42, digest, {4, 9}, "host h port 5432 data directory /a;b start x");
+    jobbuf::redis::MarkerValue value;
+    ASSERT_TRUE(jobbuf::redis::parse_marker_value(text, &value)) << text;
+    EXPECT_FALSE(value.legacy);
+    EXPECT_EQ(value.number, 42);
+    EXPECT_EQ(value.digest, digest);
+    EXPECT_EQ(value.ids, (std::vector<std::int64_t>{4, 9}));
+    EXPECT_EQ(value.writer, "host h port 5432 data directory /a;b start x");
+    ASSERT_TRUE(jobbuf::redis::parse_marker_value("3,5", &value));
+    EXPECT_TRUE(value.legacy);
+    EXPECT_EQ(value.ids, (std::vector<std::int64_t>{3, 5}));
+    for (const char* bad : {"2;", "2;x;0000000000000000;;w", "2;1;00;;w", "2;1;0000000000000000;1,;w", "2;1;0000000000000000"})
+        EXPECT_FALSE(jobbuf::redis::parse_marker_value(bad, &value)) << bad;
+}
+
+// The digest tells jobs staged at another microsecond (a copy's own job under the same id) apart,
+// and not the last bit of two conversions of one timestamp to epoch seconds.
+TEST(Marker, DigestCoversIdsAndStagedAtToTheMicrosecond)
+{
+    std::int64_t ids[] = {10};
+    double a[] = {1700000000.000001};
+    double b[] = {1700000000.000001 + 1e-9};
+    double c[] = {1700000000.000002};
+    std::int64_t other[] = {11};
+    EXPECT_EQ(jobbuf::redis::marker_digest(ids, a, 1), jobbuf::redis::marker_digest(ids, b, 1));
+    EXPECT_NE(jobbuf::redis::marker_digest(ids, a, 1), jobbuf::redis::marker_digest(ids, c, 1));
+    EXPECT_NE(jobbuf::redis::marker_digest(ids, a, 1), jobbuf::redis::marker_digest(other, a, 1));
 }

@@ -55,11 +55,14 @@ protected:
     // The marker as reconciliation reads it (count of ids), or -1 when the read is not Ok.
     long marker_count()
     {
-        const std::int64_t* ids = nullptr;
+        const MarkerView* markers = nullptr;
         std::size_t n = 0;
-        SessionReport report = drain_session_read_marker(session_.get(), waiter_, &ids, &n);
+        SessionReport report = drain_session_read_marker(session_.get(), waiter_, &markers, &n);
         last_message_ = report.message;
-        return report.status == SessionReport::Status::Ok ? static_cast<long>(n) : -1;
+        std::size_t ids = 0;
+        for (std::size_t i = 0; i < n; ++i)
+            ids += markers[i].count;
+        return report.status == SessionReport::Status::Ok ? static_cast<long>(ids) : -1;
     }
 
     bool start_replica()
