@@ -589,7 +589,7 @@ END $$;
 ALTER FUNCTION jobbuf_discard_restored(text) SECURITY DEFINER;
 
 -- Flow control (src/sql/10_queues.sql): the queue options max_in_redis and max_rate (refused on
--- a none queue and with delivery group; a stream's maxlen not below max_in_redis).
+-- a none queue and with delivery group; a stream's maxlen not below max_in_redis) and weight.
 CREATE OR REPLACE FUNCTION jobbuf.checked_options(target text, options jsonb)
 RETURNS jsonb LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -599,7 +599,7 @@ DECLARE
     known constant text[] := ARRAY['key', 'maxlen', 'batch_size', 'max_attempts', 'backoff_base',
         'backoff_max', 'visibility', 'min_batch', 'max_wait', 'max_in_flight', 'order', 'archive',
         'delivery', 'sidekiq_queue', 'group_class', 'namespace', 'sidekiq_version', 'prefix',
-        'bullmq_queue', 'celery_queue', 'max_in_redis', 'max_rate'];
+        'bullmq_queue', 'celery_queue', 'max_in_redis', 'max_rate', 'weight'];
     sidekiq_only constant text[] := ARRAY['sidekiq_queue', 'namespace', 'sidekiq_version'];
 BEGIN
     IF target IS NULL OR target NOT IN ('list', 'stream', 'sidekiq', 'bullmq', 'celery', 'none') THEN
@@ -651,6 +651,15 @@ BEGIN
         IF k = 'max_rate' THEN
             IF kind <> 'number' OR v::numeric <= 0 OR v::numeric > 1000000000 THEN
                 RAISE EXCEPTION 'jobbuf: option "max_rate" must be a number of jobs per second above 0 and at most 1000000000, not %', v
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF k = 'weight' THEN
+            IF target = 'none' THEN
+                RAISE EXCEPTION 'jobbuf: option "weight" applies only to targets the worker pushes to'
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            IF kind <> 'number' OR v::text !~ '^[0-9]+$' OR v::numeric < 1 OR v::numeric > 100 THEN
+                RAISE EXCEPTION 'jobbuf: option "weight" must be an integer from 1 to 100, not %', v
                     USING ERRCODE = 'invalid_parameter_value';
             END IF;
         ELSIF k IN ('maxlen', 'batch_size', 'max_attempts', 'min_batch', 'max_in_flight', 'visibility', 'max_in_redis') THEN

@@ -495,7 +495,12 @@ long drain_round(void)
         TimestampTz pass_started = GetCurrentTimestamp();
         const int* order = nullptr;
         int npending = pending_queues_in_order(start, &order);
+        int batches_of_queue = 0;  // of queue order[k] in this pass: up to its weight
+        int again = -1;            // the k that gets another batch
         for (int k = 0; k < npending; k++) {
+            if (k != again)
+                batches_of_queue = 0;
+            again = -1;
             const ActiveQueue* q = &queues[order[k]];
             QueueProgress* progress = cached_queue_progress(q->name, &q->progress);
             if (!progress->pending || queue_backing_off(q->name, pass_started))
@@ -553,6 +558,11 @@ long drain_round(void)
                 case BatchOutcome::Partial:
                     delivered_any = true;
                     queue_succeeded(q->name);
+                    // A queue of weight w gets w batches in a pass while it has full ones.
+                    if (result.outcome == BatchOutcome::Full && ++batches_of_queue < q->weight) {
+                        again = k--;
+                        continue;
+                    }
                     break;
                 case BatchOutcome::Empty:
                     queue_succeeded(q->name);
