@@ -8,6 +8,8 @@
 #  * an allkeys-lru Redis is warned about once and delivered to; with
 #    jobbuf.redis_require_noeviction = on nothing is delivered to it until the policy is
 #    noeviction again;
+#  * a Redis that refuses INFO (its user lacks +info) is named in one WARNING and delivered to
+#    unguarded, and one LOG says so once it answers again;
 #  * a value of jobbuf.redis_memory_limit that is not off, a fraction or a size is refused.
 source "$(dirname "$0")/tools/lib.sh"
 
@@ -84,6 +86,25 @@ else
   fail "not delivered after the policy became noeviction"
 fi
 reset_and_reload jobbuf.redis_require_noeviction off || fail "jobbuf.redis_require_noeviction is reset"
+
+# A Redis that refuses INFO: one WARNING, delivered to unguarded; one LOG once it answers again.
+mark=$(log_mark)
+jb_redis ACL SETUSER default -info >/dev/null
+for n in info1 info2 info3; do
+  jb_sql "SELECT jobbuf_stage('flow', '{\"n\": \"$n\"}')" >/dev/null
+  jb_wait_until "grep -q $n '$popped'" 15 || fail "$n reached a Redis that refuses INFO"
+  sleep 1.2   # past the guard's next reading
+done
+warnings=$(log_since "$mark" | grep -E 'WARNING: +jobbuf:' || true)
+expect_eq "INFO refused: one WARNING for three jobs" "$(grep -c . <<<"$warnings" || true)" 1
+expect_match "... naming the refusal" "$warnings" "refuses INFO memory \(NOPERM"
+jb_redis ACL SETUSER default +info >/dev/null
+jb_sql "SELECT jobbuf_stage('flow', '{\"n\": \"info4\"}')" >/dev/null
+if jb_wait_until "log_since $mark | grep -q 'answers INFO memory again'" 15; then
+  pass "one LOG once Redis answers INFO again"
+else
+  fail "no LOG once Redis answers INFO again"
+fi
 
 # Bad values are refused; the setting keeps its value.
 for bad in 0 1.5 -1 lots 12XB '50%'; do
