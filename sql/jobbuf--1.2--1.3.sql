@@ -789,6 +789,9 @@ BEGIN
         END IF;
         RETURN NEW;
     END IF;
+    IF TG_OP OPERATOR(pg_catalog.=) 'UPDATE' THEN
+        RETURN NEW;  -- a held row is never claimed, so never released: nothing to decide
+    END IF;
     IF EXISTS (SELECT FROM jobbuf.jobs j
                WHERE j.queue OPERATOR(pg_catalog.=) NEW.queue AND j.unique_key OPERATOR(pg_catalog.=) NEW.unique_key
                  AND j.group_id IS NULL AND j.owner OPERATOR(pg_catalog.=) own) THEN
@@ -799,7 +802,7 @@ BEGIN
 END $$;
 -- Named to fire after jobs_validate_and_wake (triggers fire in name order): nothing is deleted
 -- for a row the validation refuses.
-CREATE TRIGGER jobs_yield_held_key BEFORE INSERT ON jobbuf.jobs
+CREATE TRIGGER jobs_yield_held_key BEFORE INSERT OR UPDATE OF group_id ON jobbuf.jobs
     FOR EACH ROW WHEN (NEW.unique_key IS NOT NULL AND NEW.group_id IS NULL)
     EXECUTE FUNCTION jobbuf.held_key_yields();
 ALTER TABLE jobbuf.jobs ENABLE ALWAYS TRIGGER jobs_yield_held_key;
@@ -834,6 +837,93 @@ END $$;
 REVOKE ALL ON FUNCTION jobbuf_take_over() FROM PUBLIC;
 GRANT SELECT ON jobbuf.delivery_counter TO jobbuf_admin;
 -- ==== end of the clones block ====
+
+-- A failed job of this installation is dropped only for a waiting job of this installation with
+-- its key (src/sql/42_claim_settle.sql); a held one gives way to it (62_held_keys.sql).
+CREATE OR REPLACE FUNCTION jobbuf_fail(group_id uuid, error text, ids bigint[] DEFAULT NULL)
+RETURNS integer LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    gid constant uuid := jobbuf.checked_group_id(group_id);
+    message constant text := jobbuf.bounded_error(error);
+    only_ids constant bigint[] := ids;
+    handled integer;
+    retries integer := 0;
+    violated text;
+BEGIN
+    IF message IS NULL THEN
+        RAISE EXCEPTION 'jobbuf: the error of a failed group must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed',
+                  HINT = 'pass a message saying why the jobs failed; it is kept in last_error';
+    END IF;
+    LOOP
+        BEGIN
+            WITH failing AS MATERIALIZED (
+                SELECT j.id, j.queue, j.unique_key, j.attempts + 1 AS attempt,
+                       j.attempts + 1 >= coalesce((q.options->>'max_attempts')::integer, 25) AS dies,
+                       least(coalesce((q.options->>'backoff_max')::float8, 3600),
+                             coalesce((q.options->>'backoff_base')::float8, 1)
+                             * power(2::float8, least(j.attempts, 60))) AS delay
+                FROM jobbuf.jobs j JOIN jobbuf.queues q ON q.name = j.queue
+                WHERE j.group_id = gid AND (only_ids IS NULL OR j.id = ANY (only_ids))
+                FOR UPDATE OF j
+            ), counted AS (
+                -- consumer_failed_total (30_inspection.sql): a row of this call's own, no shared counter
+                INSERT INTO jobbuf.consumer_failures (queue, failed)
+                SELECT f.queue, count(*) FROM failing f GROUP BY f.queue
+            ), buried AS (
+                DELETE FROM jobbuf.jobs j USING failing f
+                WHERE j.id = f.id AND f.dies
+                RETURNING j.id, j.queue, j.payload, j.partition_key, j.unique_key, j.staged_at,
+                          f.attempt, j.last_error AS previous_error, j.origin, j.owner
+            ), dead_letters AS (
+                INSERT INTO jobbuf.dead (id, queue, payload, partition_key, unique_key, staged_at,
+                                         attempts, last_error, errors, origin, owner)
+                SELECT b.id, b.queue, b.payload, b.partition_key, b.unique_key, b.staged_at,
+                       b.attempt, message,
+                       CASE WHEN b.previous_error IS NULL THEN '[]'::jsonb
+                            ELSE jsonb_build_array(jsonb_build_object(
+                                'at', NULL, 'attempt', b.attempt - 1, 'error', jobbuf.bounded_error(b.previous_error))) END
+                       || jsonb_build_array(jsonb_build_object(
+                                'at', now(), 'attempt', b.attempt, 'error', message)),
+                       b.origin, b.owner
+                FROM buried b
+            ), superseded AS MATERIALIZED (
+                SELECT f.id FROM failing f
+                WHERE NOT f.dies AND f.unique_key IS NOT NULL
+                  AND (EXISTS (SELECT 1 FROM jobbuf.jobs w
+                               WHERE w.queue = f.queue AND w.unique_key = f.unique_key
+                                 AND w.group_id IS NULL AND w.owner = jobbuf.installation_id())
+                       OR EXISTS (SELECT 1 FROM failing o
+                                  WHERE NOT o.dies AND o.queue = f.queue
+                                    AND o.unique_key = f.unique_key AND o.id > f.id))
+            ), dropped AS (
+                DELETE FROM jobbuf.jobs j USING superseded s WHERE j.id = s.id
+                RETURNING j.id
+            ), released AS (
+                UPDATE jobbuf.jobs j
+                SET attempts = f.attempt, last_error = message, group_id = NULL, lease_until = NULL,
+                    run_at = now() + make_interval(secs => f.delay * (0.75 + 0.25 * random()))
+                FROM failing f
+                WHERE j.id = f.id AND NOT f.dies AND f.id NOT IN (SELECT s.id FROM superseded s)
+                RETURNING j.id
+            )
+            SELECT (SELECT count(*) FROM buried) + (SELECT count(*) FROM dropped)
+                   + (SELECT count(*) FROM released)
+            INTO handled;
+            RETURN handled;
+        EXCEPTION WHEN unique_violation THEN
+            GET STACKED DIAGNOSTICS violated = CONSTRAINT_NAME;
+            retries := retries + 1;
+            IF violated IS DISTINCT FROM 'jobs_unique_waiting' OR retries > 5 THEN
+                RAISE;
+            END IF;
+            -- A job with the same unique_key was staged concurrently and has committed; the
+            -- next attempt sees it and drops the failed duplicate.
+        END;
+    END LOOP;
+END $$;
+-- As 90_privileges.sql makes it (CREATE OR REPLACE reset it to the invoker's rights).
+ALTER FUNCTION jobbuf_fail(uuid, text, bigint[]) SECURITY DEFINER;
 
 -- Keep this statement last.
 -- Wakes the drain worker when this update commits: a worker running the 1.3 library against 1.2

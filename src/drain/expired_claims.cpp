@@ -41,12 +41,14 @@ void prepare_plans(void)
                   "        SELECT (q.options OPERATOR(pg_catalog.->>) 'max_attempts')::pg_catalog.int4"
                   "        FROM jobbuf.queues q WHERE q.name OPERATOR(pg_catalog.=) $1), 25)"
                   "  ORDER BY j.lease_until LIMIT $2 FOR UPDATE SKIP LOCKED"
-                  // Released, a job re-enters jobs_unique_waiting: where a waiting job holds its key, or
-                  // a newer job released here, it is dropped instead (as jobbuf_fail does).
+                  // Released, a job re-enters jobs_unique_waiting: where a waiting job of this
+                  // installation holds its key, or a newer job released here, it is dropped instead (as
+                  // jobbuf_fail does); a held one gives way to it (the trigger jobs_yield_held_key).
                   "), superseded AS MATERIALIZED ("
                   "  SELECT e.id FROM expired e WHERE e.unique_key IS NOT NULL AND ("
                   "    EXISTS (SELECT 1 FROM jobbuf.jobs w WHERE w.queue OPERATOR(pg_catalog.=) $1"
-                  "            AND w.unique_key OPERATOR(pg_catalog.=) e.unique_key AND w.group_id IS NULL)"
+                  "            AND w.unique_key OPERATOR(pg_catalog.=) e.unique_key AND w.group_id IS NULL"
+                  "            AND w.owner OPERATOR(pg_catalog.=) jobbuf.installation_id())"
                   "    OR EXISTS (SELECT 1 FROM expired o WHERE o.unique_key OPERATOR(pg_catalog.=) e.unique_key"
                   "               AND o.id OPERATOR(pg_catalog.>) e.id))"
                   "), dropped AS ("

@@ -93,7 +93,7 @@ BEGIN
                 WHERE NOT f.dies AND f.unique_key IS NOT NULL
                   AND (EXISTS (SELECT 1 FROM jobbuf.jobs w
                                WHERE w.queue = f.queue AND w.unique_key = f.unique_key
-                                 AND w.group_id IS NULL)
+                                 AND w.group_id IS NULL AND w.owner = jobbuf.installation_id())
                        OR EXISTS (SELECT 1 FROM failing o
                                   WHERE NOT o.dies AND o.queue = f.queue
                                     AND o.unique_key = f.unique_key AND o.id > f.id))

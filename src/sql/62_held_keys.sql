@@ -12,6 +12,10 @@
 --    probe of jobs_unique_waiting; rows without a key never call the function: the WHEN clause).
 --  * A held row (a restore's COPY, a logical-replication apply, a retried held dead letter) whose
 --    key a waiting job of this installation holds is skipped instead of failing on the index.
+--  * A claimed job of this installation released to wait again (jobbuf_fail, an expired lease:
+--    an UPDATE that sets group_id to NULL) deletes the waiting held job with its key as a new
+--    job does; jobbuf_fail and the worker's release drop a released job only for a waiting job
+--    of this installation with its key, never for a held one.
 -- Enabled ALWAYS: the apply worker and replica-role restores run with
 -- session_replication_role = replica, where ordinary triggers do not fire. The direct insert path
 -- (src/staging/job_inserter.cpp) stages no unique_key, so it needs no part of this.
@@ -52,6 +56,9 @@ BEGIN
         END IF;
         RETURN NEW;
     END IF;
+    IF TG_OP OPERATOR(pg_catalog.=) 'UPDATE' THEN
+        RETURN NEW;  -- a held row is never claimed, so never released: nothing to decide
+    END IF;
     IF EXISTS (SELECT FROM jobbuf.jobs j
                WHERE j.queue OPERATOR(pg_catalog.=) NEW.queue AND j.unique_key OPERATOR(pg_catalog.=) NEW.unique_key
                  AND j.group_id IS NULL AND j.owner OPERATOR(pg_catalog.=) own) THEN
@@ -62,7 +69,7 @@ BEGIN
 END $$;
 -- Named to fire after jobs_validate_and_wake (triggers fire in name order): nothing is deleted
 -- for a row the validation refuses.
-CREATE TRIGGER jobs_yield_held_key BEFORE INSERT ON jobbuf.jobs
+CREATE TRIGGER jobs_yield_held_key BEFORE INSERT OR UPDATE OF group_id ON jobbuf.jobs
     FOR EACH ROW WHEN (NEW.unique_key IS NOT NULL AND NEW.group_id IS NULL)
     EXECUTE FUNCTION jobbuf.held_key_yields();
 ALTER TABLE jobbuf.jobs ENABLE ALWAYS TRIGGER jobs_yield_held_key;

@@ -13,6 +13,8 @@
 #   whose own jobs hold account-5 as well: pg_restore succeeds (before: duplicate key value on
 #   jobs_unique_waiting), the held rows whose key an own job holds are skipped, the others held;
 #   so is such a row inserted with session_replication_role = replica, as an apply worker does;
+# - a claimed own job that jobbuf_fail releases while a held job with its key waits: the own job
+#   waits again, the held one is discarded;
 # - the worker's census counts every discarded held job in its LOG line and empties
 #   jobbuf.held_discards.
 # HELD_BREAK=trigger drops the held-key trigger in staging, to see this test fail.
@@ -99,15 +101,32 @@ out=$(sql staging "SET session_replication_role = replica;
 expect_eq "a replica-role insert of a held job with an own job's key does not fail, and is skipped" \
   "${out}|$(sql staging "SELECT count(*) FROM jobbuf.jobs WHERE id = 2000001")" "|0"
 
-# 1 (jobbuf_stage) + 1 (ON CONFLICT) + 2 (skipped by the restore) + 1 (replica) held jobs discarded.
-if jb_wait_until '[ "$(log_discarded)" = 5 ]' 15; then
-  pass "the worker's LOG lines count the 5 discarded held jobs"
+# A claimed own job with a key, and a held job with that key arriving meanwhile (a replica-role
+# insert: the own job is not waiting, so the held one is kept): jobbuf_fail releases the own job
+# to wait again, and the held one gives way to it (before: the own job was dropped as a duplicate).
+sql staging "SELECT jobbuf_create_queue('claims', 'none')" >/dev/null
+sql staging "SELECT jobbuf_stage('claims', '{\"own\": 9}', unique_key => 'account-9')" >/dev/null
+gid=$(sql staging "SELECT DISTINCT group_id FROM jobbuf_claim('claims')")
+sql staging "SET session_replication_role = replica;
+  INSERT INTO jobbuf.jobs (id, queue, payload, unique_key, origin, owner)
+  VALUES (2000002, 'claims', '{\"held\": 9}', 'account-9', '$app_id', '$app_id')" >/dev/null
+expect_eq "a held job with the claimed job's key is kept while the own job is claimed" \
+  "$(sql staging "SELECT count(*) FROM jobbuf.jobs WHERE id = 2000002")" 1
+expect_eq "jobbuf_fail releases the own job" "$(sql staging "SELECT jobbuf_fail('$gid', 'try again')")" 1
+expect_eq "the own job waits again with its key, the held one gave way" \
+  "$(sql staging "SELECT string_agg(payload::text || ':' || (owner = jobbuf.installation_id())::text || ':' || (group_id IS NULL)::text, ',')
+                  FROM jobbuf.jobs WHERE queue = 'claims'")" '{"own": 9}:true:true'
+
+# 1 (jobbuf_stage) + 1 (ON CONFLICT) + 2 (skipped by the restore) + 1 (replica) + 1 (jobbuf_fail)
+# held jobs discarded.
+if jb_wait_until '[ "$(log_discarded)" = 6 ]' 15; then
+  pass "the worker's LOG lines count the 6 discarded held jobs"
 else
-  fail "the worker's LOG lines count $(log_discarded) discarded held jobs, expected 5"
+  fail "the worker's LOG lines count $(log_discarded) discarded held jobs, expected 6"
 fi
 check "its census empties jobbuf.held_discards" \
   jb_wait_until "[ \"\$(sql staging 'SELECT count(*) FROM jobbuf.held_discards')\" = 0 ]" 10
 expect_eq "jobbuf_discard_restored() deletes the 2 held jobs, not the own ones" \
-  "$(sql staging "SELECT jobbuf_discard_restored()") $(sql staging "SELECT count(*) FROM jobbuf.jobs")" "2 2"
+  "$(sql staging "SELECT jobbuf_discard_restored()") $(sql staging "SELECT count(*) FROM jobbuf.jobs")" "2 3"
 
 e2e_done
