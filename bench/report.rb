@@ -222,6 +222,15 @@ if r["queues_counts"]
     add.("commit -> Redis #{q}, #{m} queues (ms)", v, "#{f} queues", base, base && base > 0 ? v / base : nil, "(info)", nil)
   end
 end
+if (plain = num(r["flow_plain"]))
+  phase = "flow"
+  cap, rate = num(r["flow_cap"]), num(r["flow_rate"])
+  add.("list drain with max_in_redis above the backlog (jobs/s)", cap, "no option", plain, cap && cap / plain,
+       "cap/none >= 0.9", cap && cap / plain >= 0.9)
+  add.("list drain with max_rate above the drain (jobs/s)", rate, "no option", plain, rate && rate / plain,
+       "rate/none >= 0.95", rate && rate / plain >= 0.95)
+end
+
 if (n = r["sched_count"]) && num(r["sched_#{n}_idle_cpu"])
   phase = "schedules"
   many, none = num(r["sched_#{n}_idle_cpu"]), num(r["sched_0_idle_cpu"])

@@ -19,7 +19,7 @@
 #                                  transactions at RATE jobs/s (70%: of the measured single-job staging rate),
 #                                  HOLD a REPEATABLE READ snapshot held for N s at a time, the whole run (all),
 #                                  or pg_dump's lock on jobbuf.jobs (dump: ACCESS SHARE held with the snapshot)
-#   BENCH_PHASES [baseline drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients scrape queues]
+#   BENCH_PHASES [baseline drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients scrape queues schedules flow]
 #                                  a subset to run; add "profile" for a perf profile
 #   BENCH_BASELINE_ROUNDS [2]      rounds of the "baseline" phase: this build and release 1.2 (commit 6738a34) installed in
 #                                  turn (current, 1.2, then 1.2, current, ...), each measured with the drain phase's list
@@ -62,7 +62,7 @@ BENCH_LAT_SECONDS=${BENCH_LAT_SECONDS:-10}
 BENCH_SUSTAIN_SECONDS=${BENCH_SUSTAIN_SECONDS:-60}
 BENCH_SUSTAIN_RATE=${BENCH_SUSTAIN_RATE:-}
 BENCH_FSYNC=${BENCH_FSYNC:-off}
-BENCH_DEFAULT_PHASES="baseline drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients scrape queues schedules"
+BENCH_DEFAULT_PHASES="baseline drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients scrape queues schedules flow"
 BENCH_PHASES=${BENCH_PHASES:-$BENCH_DEFAULT_PHASES}
 BENCH_BASELINE_ROUNDS=${BENCH_BASELINE_ROUNDS:-2}
 BENCH_REDIS_MAXMEMORY=${BENCH_REDIS_MAXMEMORY:-1gb}
@@ -1102,6 +1102,32 @@ phase_schedules() {
   jb_sql "SELECT count(jobbuf_unschedule(name)) FROM jobbuf_schedules() WHERE name LIKE 'bench_tick_%'" >/dev/null
 }
 
+# --- flow: what flow control costs the drain when it does not bind ------------------------------
+# The list drain of BENCH_JOBS jobs three ways in one round, interleaved: no option; max_in_redis
+# above the backlog (a depth read before every batch); max_rate far above the drain (the token
+# bucket). A cap that binds is consumers' speed, not jobbuf's: that is test/e2e/flow_caps.sh.
+phase_flow() {
+  local round opts name
+  local -A best=()
+  jb_sql "SELECT jobbuf_create_queue('bench_flow', 'list', if_not_exists => true)" >/dev/null
+  for round in 1 2; do
+    for name in plain cap rate; do
+      case $name in
+        plain) opts='{}' ;;
+        cap) opts="{\"max_in_redis\": $((BENCH_JOBS * 2))}" ;;
+        rate) opts='{"max_rate": 100000000}' ;;
+      esac
+      jb_sql "SELECT jobbuf_alter_queue('bench_flow', '$opts')" >/dev/null
+      say "flow, round $round: list drain ($BENCH_JOBS jobs), options $opts"
+      jobbuf_drain bench_flow jobbuf:bench_flow
+      best[$name]=$(awk -v a="$DRAIN_RATE" -v b="${best[$name]:-0}" 'BEGIN { print (a > b ? a : b) }')
+      # options replace, not merge: the next run starts from none
+      jb_sql "UPDATE jobbuf.queues SET options = '{}' WHERE name = 'bench_flow'" >/dev/null
+    done
+  done
+  for name in plain cap rate; do result "flow_${name}" "${best[$name]}"; done
+}
+
 has_phase baseline && phase_baseline   # first: it restarts the cluster and recreates the extension
 has_phase drain && phase_drain
 has_phase staging && { say "staging cost (pgbench -M prepared, 8 clients, ${BENCH_STAGE_SECONDS}s per run, worker running)"; phase_staging; }
@@ -1118,6 +1144,7 @@ has_phase clients && phase_clients
 has_phase scrape && phase_scrape
 has_phase queues && phase_queues
 has_phase schedules && phase_schedules
+has_phase flow && phase_flow
 
 say "summary"
 echo "uptime at end: $(uptime)"
