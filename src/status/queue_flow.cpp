@@ -186,7 +186,8 @@ void write_flows(TimestampTz now)
               "  DELETE FROM jobbuf.queue_flow f WHERE f.queue OPERATOR(pg_catalog.=) ANY ($1)"
               "     OR ($8 IS NOT NULL AND f.queue OPERATOR(pg_catalog.<>) ALL ($8))"
               ") INSERT INTO jobbuf.queue_flow AS f (queue, state, reason, depth_in_redis, waiting_since, held_at)"
-              "  SELECT u.queue, u.state, pg_catalog.nullif(u.reason, ''), u.depth, u.since, u.held"
+              "  SELECT u.queue, u.state, CASE WHEN u.reason OPERATOR(pg_catalog.=) '' THEN NULL ELSE u.reason END,"
+              "         u.depth, u.since, u.held"
               "  FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4),"
               "                  pg_catalog.unnest($5), pg_catalog.unnest($6), pg_catalog.unnest($7))"
               "       AS u(queue, state, reason, depth, since, held)"
@@ -307,6 +308,11 @@ void publish_flow_if_due(const jobbuf::redis::DrainSession* session)
         return;
     if (strcmp(installed_extension_version(), kJobbufSqlVersion) != 0)
         return;
+    // An error below leaves these: the next attempt comes a second later, not at every round.
+    if (flows_due)
+        next_check = TimestampTzPlusMilliseconds(now, kRewriteEveryMs);
+    if (memory_due)
+        memory_written_at = now;
     begin_worker_transaction("jobbuf: noting held-back queues");
     Oid flow_rel = jobbuf_table("queue_flow");
     Oid memory_rel = jobbuf_table("redis_memory");
@@ -324,8 +330,6 @@ void publish_flow_if_due(const jobbuf::redis::DrainSession* session)
     commit_worker_transaction();
     if (flows_due)
         flows_written(now);
-    if (memory_due) {
+    if (memory_due)
         memory_generation = generation;
-        memory_written_at = now;
-    }
 }
