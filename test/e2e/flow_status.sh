@@ -8,9 +8,9 @@
 #    the queue stays depth_cap until 10 s after the last hold the worker recorded, then flowing;
 #  * rate_limited: max_rate 0.2 (a job every 5 s: held between them, never 10 s without a hold);
 #  * paused (jobbuf_pause), flowing, and disabled for every queue while jobbuf.enabled is off;
-#  * redis_memory: Redis's maxmemory set just above what it uses (noeviction), so its counted
-#    memory is above the default limit (0.8 of maxmemory) and below maxmemory (no OOM for the
-#    worker's own writes); jobbuf_prometheus_redis_memory() shows a ratio of at least 1;
+#  * redis_memory: jobbuf.redis_memory_limit = 100kB, far below what an empty Redis uses (and no
+#    maxmemory: no OOM for the worker's own writes); jobbuf_prometheus_redis_memory() shows a
+#    ratio of at least 1, and NaN once the default (0.8 of a maxmemory of 0) applies again;
 #  * jobbuf_prometheus_flow(): one row per state, 1 for the current one.
 source "$(dirname "$0")/tools/lib.sh"
 
@@ -92,22 +92,25 @@ expect_eq "capped: flowing without waiting_since or depth" \
   "$(flow "coalesce(waiting_since::text, '-') || ' ' || coalesce(depth_in_redis::text, '-')" capped)" "- -"
 expect_eq "capped: its row is gone" "$(jb_sql "SELECT count(*) FROM jobbuf.queue_flow WHERE queue = 'capped'")" 0
 
-# ---- redis_memory: maxmemory 10 % above what Redis uses now: counted memory is over the default
-# limit (0.8 of maxmemory), and under maxmemory.
-used=$(jb_redis INFO memory | tr -d '\r' | awk -F: '$1 == "used_memory" { print $2 }')
-jb_redis CONFIG SET maxmemory-policy noeviction >/dev/null
-jb_redis CONFIG SET maxmemory $((used * 11 / 10)) >/dev/null
+# ---- redis_memory: a limit of 100 kB (a size applies whatever maxmemory says), far below what
+# Redis uses with nothing in it: held with a wide margin, and no OOM for the worker's own writes
+# (maxmemory stays 0).
+set_and_reload jobbuf.redis_memory_limit 100kB || fail "jobbuf.redis_memory_limit is 100kB"
+# The guard reads INFO on a clock (the rated queue's batches keep it reading): stage only once
+# its reading under the new limit is published, so that nothing can be sent on an older one
+# (NaN, no limit, sorts above every number in PostgreSQL: excluded).
+jb_wait_until "[ \"\$(jb_sql 'SELECT count(*) FROM jobbuf_prometheus_redis_memory() WHERE memory_ratio BETWEEN 1 AND 1e300')\" = 1 ]" 15 ||
+  fail "the guard did not read under the new limit"
 jb_sql "SELECT jobbuf_stage('plain', jsonb_build_object('n', n)) FROM generate_series(4, 6) n" >/dev/null
 jb_wait_until "[ \"\$(flow state plain)\" = redis_memory ]" 15
 expect_eq "plain: state redis_memory" "$(flow state plain)" redis_memory
 expect_match "plain: the reason names the limit" "$(flow reason plain)" "redis_memory_limit"
 expect_eq "plain: nothing more delivered" "$(jb_redis LLEN jobbuf:plain)" 3
-jb_wait_until "[ \"\$(jb_sql 'SELECT count(*) FROM jobbuf_prometheus_redis_memory() WHERE memory_ratio >= 1')\" = 1 ]" 10
 expect_eq "jobbuf_prometheus_redis_memory: one node at a ratio of at least 1" \
-  "$(jb_sql "SELECT count(*) FROM jobbuf_prometheus_redis_memory() WHERE memory_ratio >= 1")" 1
-jb_redis CONFIG SET maxmemory 0 >/dev/null
+  "$(jb_sql "SELECT count(*) FROM jobbuf_prometheus_redis_memory() WHERE memory_ratio BETWEEN 1 AND 1e300")" 1
+reset_and_reload jobbuf.redis_memory_limit 0.8 || fail "jobbuf.redis_memory_limit is back to 0.8"
 expect_list_reaches jobbuf:plain 6 15 "plain: delivered once the limit is gone"
 jb_wait_until "[ \"\$(jb_sql \"SELECT memory_ratio::text FROM jobbuf_prometheus_redis_memory()\")\" = NaN ]" 10
-expect_eq "jobbuf_prometheus_redis_memory: NaN once no limit applies (maxmemory 0)" \
+expect_eq "jobbuf_prometheus_redis_memory: NaN once no limit applies (0.8 of maxmemory 0)" \
   "$(jb_sql "SELECT memory_ratio::text FROM jobbuf_prometheus_redis_memory()")" NaN
 e2e_done
