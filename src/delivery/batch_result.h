@@ -30,6 +30,8 @@ struct BatchResult {
     bool reconcile_needed;  // part of a unit may be in Redis: reconcile before the next batch
     int64 take_us;          // time spent in the statement that takes the batch
     long wait_ms;           // RateLimited: until the queue's rate allows a job
+    bool depth_read;        // DepthCapped: depth is what was read now (false: the last read stands)
+    long long depth;        // the queue's depth in Redis, when depth_read
     char message[jobbuf::redis::kMessageLen];
 };
 

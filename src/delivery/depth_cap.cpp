@@ -27,6 +27,8 @@ bool depth_room_for(DrainContext* ctx, const ActiveQueue* q, QueueProgress* prog
         set_batch_message(result, report.message);
         return false;
     }
+    result->depth_read = true;
+    result->depth = depth;
     if (depth >= cap) {
         progress->capped_until = TimestampTzPlusMilliseconds(now, kDepthRecheckMs);
         result->outcome = BatchOutcome::DepthCapped;

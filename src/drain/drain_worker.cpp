@@ -32,6 +32,7 @@
 #include "rotation/storage_rotation.h"
 #include "schedules/tick_staging.h"
 #include "status/problem_log.h"
+#include "status/queue_flow.h"
 #include "worker/guarded_call.h"
 #include "worker/worker_session.h"
 
@@ -441,6 +442,45 @@ void note_staged_work(const ActiveQueue* queues, int nqueues, bool all)
             want_queue(&queues[k]);
 }
 
+// What jobbuf_flow_status() shows of a batch held back (status/queue_flow.h): noted in memory
+// only, written between batches.
+void note_held_back(const ActiveQueue* q, const BatchResult& result)
+{
+    char reason[256];
+    switch (result.outcome) {
+        case BatchOutcome::MemoryFull:
+            note_flow_held(q->name, FlowHold::RedisMemory, -1,
+                           result.message[0] != '\0' ? result.message : "Redis is at jobbuf.redis_memory_limit");
+            break;
+        case BatchOutcome::DepthCapped:
+            snprintf(reason, sizeof(reason), "max_in_redis %lld reached",
+                     jobbuf::redis::queue_target_max_in_redis(q->target));
+            note_flow_held(q->name, FlowHold::DepthCap, result.depth_read ? result.depth : -1, reason);
+            break;
+        default:
+            snprintf(reason, sizeof(reason), "max_rate %g jobs/s", jobbuf::redis::queue_target_max_rate(q->target));
+            note_flow_held(q->name, FlowHold::RateLimited, -1, reason);
+            break;
+    }
+}
+
+// Which queues of the list the Redis in use refuses (stopped in jobbuf_flow_status()).
+void note_refused_flows(const ActiveQueue* queues, int nqueues)
+{
+    char why[256];
+    for (int k = 0; k < nqueues; k++) {
+        bool refused = jobbuf::redis::drain_session_refuses_target(state->ctx.session, queues[k].target, why, sizeof(why));
+        note_flow_refused(queues[k].name, refused ? why : nullptr);
+    }
+}
+
+// Writes what jobbuf_flow_status() reads when due (between batches; a failure is retried later).
+void publish_flow(void)
+{
+    if (!run_guarded([] { publish_flow_if_due(state->ctx.session); }))
+        delay_redis_attempts(0);
+}
+
 // One wake-up's work: passes over the queues with new work, one batch (or group) per queue per
 // pass, until none of them has a full batch left; each pass also takes the commits that arrived
 // during the previous one, so a queue with a long backlog cannot hold back a queue with one new
@@ -460,6 +500,8 @@ long drain_round(void)
     long rate_wait_ms = LONG_MAX;  // the soonest a rate-limited queue may push again
     for (bool more = true, first = true; more; first = false) {
         more = false;
+        if (!first)
+            publish_flow();  // a long round (a backlog elsewhere) still shows held queues as they are
         PassKind kind = start_pass(first);
         bool full = kind != PassKind::Changed;
         if (first)
@@ -490,6 +532,7 @@ long drain_round(void)
             return kErrorBackoffMs;
         }
         state->targets_noted = true;
+        note_refused_flows(queues, nqueues);
 
         uint32 start = state->next_pass_start++;
         TimestampTz pass_started = GetCurrentTimestamp();
@@ -540,6 +583,9 @@ long drain_round(void)
             }
             progress->pending = result.outcome == BatchOutcome::Full;  // a full batch: there may be more
             more = more || progress->pending;
+            if (result.outcome == BatchOutcome::MemoryFull || result.outcome == BatchOutcome::DepthCapped ||
+                result.outcome == BatchOutcome::RateLimited)
+                note_held_back(q, result);
             if (result.outcome == BatchOutcome::MemoryFull || result.outcome == BatchOutcome::DepthCapped) {
                 // Its Redis is at its memory limit, or the queue at its max_in_redis: the queue
                 // stays pending, the pass goes on with the others (another master of a Cluster may
@@ -650,6 +696,10 @@ void jobbuf_drain_main(Datum arg)
         if (!run_guarded([] { take_census_if_due(); }))
             sleep_ms = Min(sleep_ms, kErrorBackoffMs);
         sleep_ms = Min(sleep_ms, census_due_in_ms());
+        // Held-back queues and Redis memory readings for jobbuf_flow_status() and the exporter.
+        if (!run_guarded([] { publish_flow_if_due(state->ctx.session); }))
+            sleep_ms = Min(sleep_ms, kErrorBackoffMs);
+        sleep_ms = Min(sleep_ms, flow_due_in_ms());
 
         if (state->ctx.waiter->take_wakeup() && next_redis_attempt() <= GetCurrentTimestamp())
             continue;  // a commit arrived while we talked to Redis: scan again

@@ -144,6 +144,19 @@ SessionReport drain_session_memory_room(DrainSession* session, IoWaiter& waiter,
 void drain_session_memory_spent(DrainSession* session, const QueueTarget* target, std::size_t bytes,
                                 std::size_t jobs) noexcept;
 
+// The guard's last reading of each Redis node it reads (what jobbuf_prometheus_redis_memory()
+// shows): the node as the guard names it, counted memory, and the limit that applies (0: none).
+struct NodeMemoryReading {
+    char node[256] = {0};
+    std::uint64_t counted_bytes = 0;
+    std::uint64_t limit_bytes = 0;
+    bool held = false;  // delivery to it is held (until it is below 90 % of the limit)
+};
+// Copies up to max readings (nodes read since the last connect) into out; returns how many.
+// *generation: a number that changes with every reading, so the caller can tell new ones.
+int drain_session_memory_readings(const DrainSession* session, NodeMemoryReading* out, int max,
+                                  std::uint64_t* generation) noexcept;
+
 // The depth of target's queue in Redis, as its consumer counts waiting work (QueueTarget's depth
 // reads), in one round trip to the node that serves its keys: what max_in_redis caps.
 SessionReport drain_session_depth(DrainSession* session, IoWaiter& waiter, const QueueTarget* target,

@@ -99,6 +99,7 @@ SessionReport read_memory(DrainSession* session, IoWaiter& waiter, int hash_slot
         parsed = parse_info_memory(reply.str, &memory, &error);
     state->read = true;
     state->read_at = now;
+    session->memory_readings++;
     state->sent_since_read = 0;
     if (!parsed) {
         // As in 1.2: delivered to without a guard, said once per node.
@@ -213,6 +214,31 @@ void drain_session_memory_spent(DrainSession* session, const QueueTarget* target
             found->second.sent_since_read += bytes + jobs * kJobOverheadBytes;
     } catch (...) {
     }
+}
+
+int drain_session_memory_readings(const DrainSession* session, NodeMemoryReading* out, int max,
+                                  std::uint64_t* generation) noexcept
+{
+    int n = 0;
+    try {
+        *generation = session->memory_readings;
+        for (const auto& entry : session->memory_nodes) {
+            if (n >= max)
+                break;
+            if (!entry.second.read || entry.second.unguarded)
+                continue;
+            std::string name = entry.first.empty() ? node_name(session, entry.first) : entry.first;
+            if (entry.first.empty() && name.rfind("Redis ", 0) == 0)
+                name = name.substr(6);
+            NodeMemoryReading& r = out[n++];
+            std::snprintf(r.node, sizeof(r.node), "%s", name.c_str());
+            r.counted_bytes = entry.second.verdict.counted_bytes;
+            r.limit_bytes = entry.second.verdict.limited ? entry.second.verdict.limit_bytes : 0;
+            r.held = entry.second.verdict.held;
+        }
+    } catch (...) {
+    }
+    return n;
 }
 
 void forget_memory_readings(DrainSession* session) noexcept

@@ -49,6 +49,7 @@ public:
     MemoryLimit memory_limit;         // jobbuf.redis_memory_limit, parsed
     bool require_noeviction = false;  // jobbuf.redis_require_noeviction
     std::map<std::string, NodeMemory> memory_nodes;  // by node_for() (session_memory.cpp)
+    std::uint64_t memory_readings = 0;               // INFO memory readings taken, ever
     bool configured = false;
     std::vector<std::int64_t> marker_ids;
     std::vector<JobOutcome> last_outcomes;                  // of the last deliver

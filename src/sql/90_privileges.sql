@@ -8,7 +8,8 @@
 --   jobbuf_monitor   monitoring (a Prometheus exporter, docs/operations.md): the inspection
 --                    functions only; no table, no job payload
 -- All four may call the inspection functions: jobbuf_stats(), jobbuf_queue_metrics(),
--- jobbuf_worker_status() and the exporter's jobbuf_prometheus_queues() / _worker() / _schedules(). They show
+-- jobbuf_worker_status(), jobbuf_flow_status() and the exporter's jobbuf_prometheus_queues() /
+-- _worker() / _schedules() / _flow() / _redis_memory(). They show
 -- this database's queues (the tables of the database they run in); jobbuf_worker_status()
 -- shows other databases' errors and counters only to superusers and pg_monitor.
 -- Nothing is executable by PUBLIC.
@@ -40,7 +41,8 @@ DECLARE
         'jobbuf_purge_dead', 'jobbuf_purge_archive', 'jobbuf_release_restored', 'jobbuf_discard_restored',
         'jobbuf_schedule', 'jobbuf_unschedule', 'jobbuf_schedules'];
     inspection_functions constant text[] := ARRAY['jobbuf_stats', 'jobbuf_worker_status',
-        'jobbuf_queue_metrics', 'jobbuf_prometheus_queues', 'jobbuf_prometheus_worker', 'jobbuf_prometheus_schedules'];
+        'jobbuf_queue_metrics', 'jobbuf_prometheus_queues', 'jobbuf_prometheus_worker', 'jobbuf_prometheus_schedules',
+        'jobbuf_flow_status', 'jobbuf_prometheus_flow', 'jobbuf_prometheus_redis_memory'];
 BEGIN
     FOR fn, name IN
         SELECT p.oid::regprocedure, p.proname

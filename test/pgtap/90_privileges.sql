@@ -1,6 +1,6 @@
 -- pgTAP: the privilege model (src/sql/90_privileges.sql), tried as the wrong roles.
 BEGIN;
-SELECT plan(56);
+SELECT plan(71);
 
 SELECT jobbuf_create_queue('priv_q', 'none');
 CREATE ROLE priv_producer LOGIN IN ROLE jobbuf_producer;
@@ -61,7 +61,35 @@ SELECT throws_ok($$ SELECT count(*) FROM jobbuf.jobs $$, '42501', NULL, 'monitor
 SELECT throws_ok($$ SELECT count(*) FROM jobbuf.queue_stats $$, '42501', NULL, 'monitor cannot read the tables behind the metrics');
 SELECT throws_ok($$ SELECT jobbuf.take_census() $$, '42501', NULL, 'monitor cannot take a census');
 SELECT throws_ok($$ SELECT jobbuf_stage('priv_q', '{}'::jsonb) $$, '42501', NULL, 'monitor cannot stage');
+-- Flow control (docs/flow.md, "What you see"): the status and its exporter functions, not the
+-- tables the worker writes, and nothing that could hold the worker's writes back.
+SELECT lives_ok($$ SELECT * FROM jobbuf_flow_status() $$, 'monitor can read jobbuf_flow_status()');
+SELECT lives_ok($$ SELECT * FROM jobbuf_prometheus_flow() $$, 'monitor can read jobbuf_prometheus_flow()');
+SELECT lives_ok($$ SELECT * FROM jobbuf_prometheus_redis_memory() $$, 'monitor can read jobbuf_prometheus_redis_memory()');
+SELECT throws_ok($$ SELECT count(*) FROM jobbuf.queue_flow $$, '42501', NULL, 'monitor cannot read jobbuf.queue_flow');
+SELECT throws_ok($$ SELECT count(*) FROM jobbuf.redis_memory $$, '42501', NULL, 'monitor cannot read jobbuf.redis_memory');
 RESET ROLE;
+SET ROLE priv_producer;
+SELECT lives_ok($$ SELECT * FROM jobbuf_flow_status() $$, 'producer can read jobbuf_flow_status()');
+RESET ROLE;
+SET ROLE priv_consumer;
+SELECT lives_ok($$ SELECT * FROM jobbuf_flow_status() $$, 'consumer can read jobbuf_flow_status()');
+RESET ROLE;
+SET ROLE priv_admin;
+SELECT lives_ok($$ SELECT * FROM jobbuf_flow_status() $$, 'admin can read jobbuf_flow_status()');
+SELECT lives_ok($$ SELECT count(*) FROM jobbuf.queue_flow $$, 'admin reads jobbuf.queue_flow (as every jobbuf table)');
+SELECT throws_ok($$ SELECT * FROM jobbuf.queue_flow FOR UPDATE $$, '42501', NULL, 'admin cannot lock jobbuf.queue_flow rows');
+SELECT throws_ok($$ LOCK TABLE jobbuf.redis_memory IN EXCLUSIVE MODE $$, '42501', NULL, 'admin cannot lock jobbuf.redis_memory');
+SELECT throws_ok($$ DELETE FROM jobbuf.queue_flow $$, '42501', NULL, 'admin cannot change jobbuf.queue_flow');
+RESET ROLE;
+SET ROLE priv_nobody;
+SELECT throws_ok($$ SELECT * FROM jobbuf_flow_status() $$, '42501', NULL, 'a role without a jobbuf role cannot read jobbuf_flow_status()');
+RESET ROLE;
+SELECT ok((SELECT bool_and(prosecdef) FROM pg_proc
+           WHERE proname IN ('jobbuf_flow_status', 'jobbuf_prometheus_flow', 'jobbuf_prometheus_redis_memory')),
+          'the flow functions run as definer');
+SELECT is((SELECT count(*)::int FROM jobbuf_flow_status() WHERE queue = 'priv_q'), 0,
+          'jobbuf_flow_status() leaves out none queues');
 SET ROLE priv_nobody;
 SELECT throws_ok($$ SELECT * FROM jobbuf_queue_metrics() $$, '42501', NULL, 'a role without a jobbuf role cannot read the metrics');
 RESET ROLE;
