@@ -107,6 +107,16 @@ wait "$producer"
 expect_list_reaches jobbuf:flow 400 30 "the producer's 200 jobs delivered"
 check "delivered_total reaches 400 (seen $during while jobs flowed)" until_metric "jobbuf_queue_delivered_total $JB_DB flow" 400 10
 check "delivered_total grew while jobs flowed (200 < $during)" [ "$during" -gt 200 ]
+# Flow control: one series per queue and state, 1 for the current one; the paused queue shows it.
+flow_state() {  # QUEUE STATE: the value of that queue's series for STATE in the last scrape
+  grep -E '^jobbuf_queue_flow_state\{' "$JB_RUN/metrics.txt" | grep -F "datname=\"$JB_DB\"" | grep -F "queue=\"$1\"" |
+    grep -F "state=\"$2\"" | awk '{print $NF}' | head -n1
+}
+expect_eq "jobbuf_queue_flow_state: flow is flowing (1), not paused (0)" "$(flow_state flow flowing) $(flow_state flow paused)" "1 0"
+expect_eq "jobbuf_queue_flow_state: parked is paused" "$(flow_state parked paused) $(flow_state parked flowing)" "1 0"
+expect_eq "jobbuf_queue_flow_state: seven states per queue" \
+  "$(grep -E '^jobbuf_queue_flow_state\{' "$JB_RUN/metrics.txt" | grep -F "datname=\"$JB_DB\"" | grep -cF 'queue="flow"')" 7
+
 wait_census || fail "no census after the deliveries"
 scrape
 rate=$(metric jobbuf_queue_delivered_per_second "$JB_DB" flow)
