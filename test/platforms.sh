@@ -46,7 +46,6 @@ PG18_EXTRA=(unit test/e2e/tls.sh test/faults/sentinel_failover.sh test/faults/de
 # Valkey 8.0 on PostgreSQL 15: the Redis-facing suites (the server's C API is the host run's).
 VALKEY8_SUITES=(unit test/e2e/tls.sh test/e2e/redis_outage.sh test/faults/sentinel_failover.sh
   test/faults/delivery_faults.sh test/faults/hostile_redis_runtime.sh test/faults/redis_maxmemory.sh test/faults/redis_memory_guard.sh
-  test/e2e/flow_caps.sh test/e2e/flow_fairness.sh
   test/faults/stale_batch_after_hang.sh)
 
 
