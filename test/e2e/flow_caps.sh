@@ -4,8 +4,8 @@
 #  * max_in_redis, each queue's depth sampled every 20 ms while its consumer drains it, and never
 #    above the cap; every job delivered once:
 #    - list (1,000 jobs pop a second), 6,000 jobs, cap 500, in order;
-#    - stream with an ioredis consumer group (XREADGROUP, XACK), 3,000 jobs, cap 300 (the group's
-#      lag);
+#    - stream, 3,000 jobs, cap 300 (the group's lag): with no consumer yet the stream holds exactly
+#      300; then an ioredis consumer group (XREADGROUP, XACK) reads every job once;
 #    - sidekiq with a stock Sidekiq server, 2,000 jobs, cap 200 (LLEN queue:<q>), and a job
 #      scheduled 3 s ahead: kept out of Sidekiq's schedule set, it runs after its run_at;
 #    - bullmq with a stock BullMQ Worker, 2,000 jobs, cap 200 (wait + paused + prioritized);
@@ -81,14 +81,20 @@ expect_eq "list: every job once, in order" "$(ruby -rjson -ne 'puts JSON.parse($
 
 # ---- stream
 release "SELECT count(*) FROM jobbuf_stage('sx', ARRAY(SELECT jsonb_build_object('n', n) FROM generate_series(1, 3000) n))"
+stream_lag() { redis-cli -p "$JB_REDIS_PORT" XINFO GROUPS jobbuf:sx | awk 'prev == "lag" { print } { prev = $0 }'; }
+redis-cli -p "$JB_REDIS_PORT" XGROUP CREATE jobbuf:sx g '$' MKSTREAM >/dev/null
+: >"$JB_RUN/sx.depth"
+( while :; do stream_lag >>"$JB_RUN/sx.depth"; sleep 0.02; done ) &
+SAMPLERS+=($!)
+enable
+# No consumer yet: the group's lag reaches the cap and stays there.
+jb_wait_until '[ "$(stream_lag)" = 300 ]' 15 || fail "stream: the group's lag did not reach 300 ($(stream_lag))"
+sleep 1
+expect_eq "stream: with no consumer, the stream holds the cap and no more (lag, length)" \
+  "$(stream_lag) $(jb_redis XLEN jobbuf:sx)" "300 300"
 node "$NODE_DIR/stream_consumer.js" --url "redis://127.0.0.1:$JB_REDIS_PORT/0" --stream jobbuf:sx --group g \
   --expect 3000 --out "$JB_RUN/sx.jsonl" --timeout-ms 90000 --count 20 --block-ms 100 >"$JB_RUN/sx.out" 2>&1 </dev/null &
 SX_PID=$!
-jb_wait_until "grep -q ready '$JB_RUN/sx.out'" 30 || fail "the stream consumer started"
-: >"$JB_RUN/sx.depth"
-( while :; do redis-cli -p "$JB_REDIS_PORT" XINFO GROUPS jobbuf:sx | awk 'prev == "lag" { print } { prev = $0 }' >>"$JB_RUN/sx.depth"; sleep 0.02; done ) &
-SAMPLERS+=($!)
-enable
 wait "$SX_PID" || fail "stream: the consumer saw 3000 entries ($(grep -c . "$JB_RUN/sx.jsonl") seen)"
 stop_samplers
 expect_le "stream: the group's lag never above max_in_redis 300 ($(grep -c . "$JB_RUN/sx.depth") samples)" "$(largest "$JB_RUN/sx.depth")" 300
