@@ -369,8 +369,11 @@ int load_pass(ActiveQueue** queues, bool reload, bool* reloaded)
     report_recovered(ProblemKind::Config, "the jobbuf extension is installed and up to date; delivering");
     if (*reloaded)
         retry_failing_queues_now();
-    if (jobbuf::redis::drain_session_set_marker_key(state->ctx.session, marker_key()))
+    if (jobbuf::redis::drain_session_set_marker_key(state->ctx.session, marker_key())) {
         state->reconcile_needed = true;
+        // Another installation (DROP and CREATE EXTENSION): its own counter, from its own row.
+        jobbuf::redis::drain_session_reset_counter(state->ctx.session, loaded_delivery_counter());
+    }
     char client_name[sizeof(state->client_name)];
     worker_client_name(client_name, sizeof(client_name));
     if (strcmp(client_name, state->client_name) != 0) {
