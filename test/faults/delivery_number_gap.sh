@@ -18,7 +18,7 @@ jb_sql "SELECT jobbuf_stage('gap', jsonb_build_object('n', g)) FROM generate_ser
 jb_wait_until '[ "$(jb_redis LLEN "$KEY")" = 10 ]' 10 || fail "the first 10 are delivered"
 wait_staged 0 || fail "the worker did not commit the first 10"
 before=$(jb_sql "SELECT delivered_unit FROM jobbuf.delivery_counter")
-expect_eq "the marker carries the committed number" "$(jb_redis GET "$marker_key" | cut -d';' -f2)" "$before"
+expect_le "the marker's number is committed" "$(jb_redis GET "$marker_key" | cut -d';' -f2)" "$before"
 
 tx_open
 tx_run "BEGIN; SELECT 1 FROM jobbuf.queue_stats WHERE queue = 'gap' FOR UPDATE;" || fail "the row lock"
@@ -30,8 +30,10 @@ jb_redis CONFIG SET maxmemory 0 >/dev/null
 check "the batch reaches Redis" jb_wait_until '[ "$(jb_redis LLEN "$KEY")" = 20 ]' 20
 check "... and waits on the row lock before it commits" \
   jb_wait_until '[ "$(worker_activity | cut -d"|" -f3)" = "Lock" ]' 10
+# (the committed counter may have moved meanwhile without batches: the holder advances it once per
+# lease lifetime; the cut-off batch's number must be just above it)
 expect_eq "the refused units used no number: the marker is one above the committed counter" \
-  "$(jb_redis GET "$marker_key" | cut -d';' -f2)" "$(( before + 1 ))"
+  "$(jb_redis GET "$marker_key" | cut -d';' -f2)" "$(( $(jb_sql "SELECT delivered_unit FROM jobbuf.delivery_counter") + 1 ))"
 jb_pg_ctl stop -m immediate
 tx_close ROLLBACK 2>/dev/null || true
 mark=$(log_mark)
