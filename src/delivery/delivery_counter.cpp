@@ -65,7 +65,9 @@ void read_delivery_counter(int64* committed, bool* take_over_requested)
     if (!counter_table_exists())
         return;
     kept_plan(&read_plan,
-              "SELECT c.delivered_unit, c.take_over_requested, c.ctid FROM jobbuf.delivery_counter c", 0, nullptr);
+              "SELECT c.delivered_unit,"
+              "  c.take_over_requested AND c.take_over_start IS NOT DISTINCT FROM pg_catalog.pg_postmaster_start_time(),"
+              "  c.ctid FROM jobbuf.delivery_counter c", 0, nullptr);
     execute_kept(read_plan, nullptr, nullptr, true, SPI_OK_SELECT, "reading the delivery counter");
     if (SPI_processed < 1)
         return;

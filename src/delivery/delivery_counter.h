@@ -9,8 +9,9 @@
 
 #include "redis/drain_session.h"
 
-// The committed counter and whether jobbuf_take_over() asked this cluster to deliver, read in the
-// current transaction (0 and false when the table is missing: an older SQL version).
+// The committed counter and whether jobbuf_take_over() asked this cluster to deliver (in this
+// postmaster's start: a request a standby or base backup carried from its original is not
+// honoured), read in the current transaction (0 and false when the table is missing: an older SQL version).
 void read_delivery_counter(int64* committed, bool* take_over_requested);
 
 // Records the number of the unit just pushed, in the batch's transaction (one UPDATE by address).
