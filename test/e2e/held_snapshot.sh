@@ -184,7 +184,7 @@ check "jobbuf.queue_stats was rotated" stats_rotated
 expect_le "jobbuf.queue_stats stays small" "$stats_max" $((256 * 8192))
 say "jobbuf.delivery_counter: largest $counter_max bytes"
 check "jobbuf.delivery_counter was rotated" counter_rotated
-expect_le "jobbuf.delivery_counter stays small" "$counter_max" $((48 * 8192))
+expect_le "jobbuf.delivery_counter stays small" "$counter_max" $((32 * 8192))
 expect_eq "... its one row intact, at the last batch's number" \
   "$(jb_sql "SELECT count(*) || ' ' || (max(delivered_unit) >= $small) FROM jobbuf.delivery_counter")" "1 true"
 counters_sql="SELECT string_agg(queue || '=' || delivered_total, ' ' ORDER BY queue) FROM jobbuf.queue_stats WHERE queue IN ('flow', 'small')"
