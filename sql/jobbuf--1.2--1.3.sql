@@ -815,6 +815,7 @@ GRANT SELECT ON jobbuf.held_discards TO jobbuf_admin;
 CREATE TABLE jobbuf.delivery_counter (
     delivered_unit      bigint NOT NULL DEFAULT 0,
     take_over_requested boolean NOT NULL DEFAULT false,
+    take_over_start     timestamptz,
     one_row             boolean PRIMARY KEY DEFAULT true CONSTRAINT delivery_counter_one_row CHECK (one_row)
 );
 COMMENT ON TABLE jobbuf.delivery_counter IS 'the delivery number of this cluster''s last batch (one row, not dumped): what tells a later start of this cluster from a copy; written by the drain worker and jobbuf_take_over()';
@@ -830,7 +831,10 @@ BEGIN
                      WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER), false) THEN
         RAISE EXCEPTION 'jobbuf_take_over() is for superusers' USING ERRCODE = 'insufficient_privilege';
     END IF;
-    UPDATE jobbuf.delivery_counter SET take_over_requested = true;
+    -- The request names this postmaster's start: a standby or a base backup taken before the
+    -- worker acted on it carries the row but never honours it (its start differs).
+    UPDATE jobbuf.delivery_counter
+    SET take_over_requested = true, take_over_start = pg_catalog.pg_postmaster_start_time();
     -- A statement on jobbuf.queues makes the worker reload when this commits, reading the request.
     UPDATE jobbuf.queues SET paused = paused WHERE false;
 END $$;

@@ -10,6 +10,7 @@
 extern "C" {
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 }
@@ -21,6 +22,9 @@ SPIPlanPtr by_row_plan = nullptr;
 SPIPlanPtr by_key_plan = nullptr;
 SPIPlanPtr raise_plan = nullptr;
 SPIPlanPtr staged_plan = nullptr;
+SPIPlanPtr advance_by_row_plan = nullptr;
+SPIPlanPtr advance_by_key_plan = nullptr;
+TimestampTz written_at = 0;
 
 // Where the counter's row was last written: the UPDATE goes to that address, and by key only when
 // the row moved (written by someone else since, or a rollback): see delivery_stats.cpp, whose
@@ -28,10 +32,15 @@ SPIPlanPtr staged_plan = nullptr;
 ItemPointerData counter_ctid;
 bool counter_ctid_valid = false;
 
-bool counter_table_exists(void)
+Oid counter_table(void)
 {
     Oid schema = get_namespace_oid("jobbuf", true);
-    return OidIsValid(schema) && OidIsValid(get_relname_relid("delivery_counter", schema));
+    return OidIsValid(schema) ? get_relname_relid("delivery_counter", schema) : InvalidOid;
+}
+
+bool counter_table_exists(void)
+{
+    return OidIsValid(counter_table());
 }
 
 void keep_ctid(void)
@@ -56,7 +65,9 @@ void read_delivery_counter(int64* committed, bool* take_over_requested)
     if (!counter_table_exists())
         return;
     kept_plan(&read_plan,
-              "SELECT c.delivered_unit, c.take_over_requested, c.ctid FROM jobbuf.delivery_counter c", 0, nullptr);
+              "SELECT c.delivered_unit,"
+              "  c.take_over_requested AND c.take_over_start IS NOT DISTINCT FROM pg_catalog.pg_postmaster_start_time(),"
+              "  c.ctid FROM jobbuf.delivery_counter c", 0, nullptr);
     execute_kept(read_plan, nullptr, nullptr, true, SPI_OK_SELECT, "reading the delivery counter");
     if (SPI_processed < 1)
         return;
@@ -91,6 +102,42 @@ void record_delivery_number(int64 number)
     if (SPI_processed != 1)
         elog(ERROR, "jobbuf: jobbuf.delivery_counter must hold exactly one row");
     keep_ctid();
+    written_at = GetCurrentTimestamp();
+}
+
+int64 advance_delivery_counter(int64 at_least)
+{
+    Oid relid = counter_table();
+    if (!OidIsValid(relid) || !ConditionalLockRelationOid(relid, RowExclusiveLock))
+        return 0;
+    Oid types[2] = {INT8OID, TIDOID};
+    const char* set =
+        "UPDATE jobbuf.delivery_counter c"
+        " SET delivered_unit = pg_catalog.int8larger(c.delivered_unit OPERATOR(pg_catalog.+) 1, $1)";
+    kept_plan(&advance_by_row_plan,
+              psprintf("%s WHERE c.ctid OPERATOR(pg_catalog.=) $2 RETURNING c.ctid, c.delivered_unit", set), 2,
+              types);
+    kept_plan(&advance_by_key_plan, psprintf("%s WHERE c.one_row RETURNING c.ctid, c.delivered_unit", set), 1,
+              types);
+    Datum values[2] = {Int64GetDatum(at_least), PointerGetDatum(&counter_ctid)};
+    if (counter_ctid_valid)
+        execute_kept(advance_by_row_plan, values, nullptr, false, SPI_OK_UPDATE_RETURNING,
+                     "advancing the delivery counter");
+    if (!counter_ctid_valid || SPI_processed == 0)
+        execute_kept(advance_by_key_plan, values, nullptr, false, SPI_OK_UPDATE_RETURNING,
+                     "advancing the delivery counter");
+    if (SPI_processed != 1)
+        elog(ERROR, "jobbuf: jobbuf.delivery_counter must hold exactly one row");
+    bool isnull = false;
+    int64 value = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+    keep_ctid();
+    written_at = GetCurrentTimestamp();
+    return value;
+}
+
+TimestampTz delivery_counter_written_at(void)
+{
+    return written_at;
 }
 
 void raise_delivery_counter(int64 number, bool clear_take_over)
@@ -104,6 +151,7 @@ void raise_delivery_counter(int64 number, bool clear_take_over)
     Datum values[2] = {Int64GetDatum(number), BoolGetDatum(clear_take_over)};
     execute_kept(raise_plan, values, nullptr, false, SPI_OK_UPDATE_RETURNING, "raising the delivery counter");
     keep_ctid();
+    written_at = GetCurrentTimestamp();
 }
 
 bool marker_names_staged_jobs(const jobbuf::redis::MarkerView& marker)
@@ -144,24 +192,30 @@ bool continues_lease_holder(const jobbuf::redis::ContinuityEvidence& evidence)
     read_delivery_counter(&committed, &take_over);
     bool continues = false;
     char why[256];
-    if (!evidence.found) {
+    if (!evidence.found && evidence.lease_counter == 0) {
         continues = committed == 0;
         snprintf(why, sizeof(why), "no delivery marker in Redis, this cluster's delivery counter " INT64_FORMAT,
                  committed);
-    } else if (evidence.marker.legacy) {
+    } else if (evidence.marker.legacy && evidence.lease_counter == 0) {
         continues = evidence.same_cluster_name;
         snprintf(why, sizeof(why), "a 1.2 marker, %s", continues ? "the holder's name is this cluster's" :
                                                                    "the holder's name is not this cluster's");
     } else {
-        int64 number = evidence.marker.number;
-        continues = committed == number || (committed == number - 1 && marker_names_staged_jobs(evidence.marker));
+        // The highest number in Redis: the markers' and the one the lease carries (the holder
+        // advances its counter at least once per lease lifetime, batches or not).
+        int64 marker_number = evidence.found && !evidence.marker.legacy ? evidence.marker.number : 0;
+        int64 highest = Max(marker_number, evidence.lease_counter);
+        bool cut_off = committed == highest - 1 && marker_number == highest &&
+                       marker_names_staged_jobs(evidence.marker);
+        continues = committed >= highest || cut_off;
         snprintf(why, sizeof(why),
-                 "the last delivery number in Redis is " INT64_FORMAT ", this cluster's delivery counter " INT64_FORMAT
-                 "%s",
-                 number, committed,
-                 committed == number - 1 ? (continues ? " (its last batch was cut off before it committed)"
-                                                      : " and the marker names jobs not staged here as they were pushed")
-                                         : "");
+                 "the last delivery number in Redis is " INT64_FORMAT " (marker " INT64_FORMAT ", lease " INT64_FORMAT
+                 "), this cluster's delivery counter " INT64_FORMAT "%s",
+                 highest, marker_number, evidence.lease_counter, committed,
+                 cut_off ? " (its last batch was cut off before it committed)"
+                 : committed == highest - 1 && marker_number == highest
+                     ? " and the marker names jobs not staged here as they were pushed"
+                     : "");
     }
     commit_worker_transaction();
     ereport(LOG, (errmsg("jobbuf: the delivery lease of another start lapsed; this start %s it: %s",

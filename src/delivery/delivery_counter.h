@@ -9,8 +9,9 @@
 
 #include "redis/drain_session.h"
 
-// The committed counter and whether jobbuf_take_over() asked this cluster to deliver, read in the
-// current transaction (0 and false when the table is missing: an older SQL version).
+// The committed counter and whether jobbuf_take_over() asked this cluster to deliver (in this
+// postmaster's start: a request a standby or base backup carried from its original is not
+// honoured), read in the current transaction (0 and false when the table is missing: an older SQL version).
 void read_delivery_counter(int64* committed, bool* take_over_requested);
 
 // Records the number of the unit just pushed, in the batch's transaction (one UPDATE by address).
@@ -20,13 +21,24 @@ void record_delivery_number(int64 number);
 // jobbuf_take_over() request), in the current transaction.
 void raise_delivery_counter(int64 number, bool clear_take_over);
 
+// Advances the committed counter without a batch, in the current transaction, to at least
+// at_least and at least one above its value (by address, as a batch records its number): the
+// holder of the lease does this at least once per lease lifetime, and carries the value in the
+// lease once committed, so that a copy of an idle cluster falls behind too. Returns the new value;
+// 0 when the table is missing or locked (nothing written: tried again at the next refresh).
+int64 advance_delivery_counter(int64 at_least);
+
+// When this process last wrote the counter (a batch's number, an advance, a raise); 0: never.
+TimestampTz delivery_counter_written_at(void);
+
 // Whether every job the marker names is staged here as it was pushed (same ids, same staged_at,
 // this installation's), in the current transaction: the marker names this cluster's own batch in
 // flight, not jobs a copy staged under the same ids.
 bool marker_names_staged_jobs(const jobbuf::redis::MarkerView& marker);
 
 // Whether this start continues the holder of a lapsed lease, in its own transaction: this
-// cluster's counter equals the highest delivery number in Redis, or is one behind it with that
-// marker naming jobs staged here as they were pushed (the batch whose commit a crash cut off); a
-// 1.2 holder (no number) when the holder's name is this cluster's. Logs the reason either way.
+// cluster's counter is at least the highest number in Redis (the markers' delivery numbers and the
+// counter the lease carries), or is one behind it with the marker of that number naming jobs
+// staged here as they were pushed (the batch whose commit a crash cut off); a 1.2 holder (no
+// number) when the holder's name is this cluster's. Logs the reason either way.
 bool continues_lease_holder(const jobbuf::redis::ContinuityEvidence& evidence);

@@ -143,6 +143,10 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
                   1, types);
         Datum release_args[1] = {DirectFunctionCall1(uuid_in, CStringGetDatum(group_text))};
         execute_kept(release_plan, release_args, nullptr, false, SPI_OK_UPDATE, "releasing a group");
+        // The unit ran (Redis rejected the message, or replicas did not acknowledge it): its marker
+        // is in Redis with its number, which the counter must reach (delivery_counter.h).
+        if (jobbuf::redis::drain_session_unit_ran(ctx->session))
+            record_delivery_number(jobbuf::redis::drain_session_unit_number(ctx->session));
     }
     commit_worker_transaction();
     pfree(group_text);

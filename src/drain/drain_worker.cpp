@@ -370,8 +370,11 @@ int load_pass(ActiveQueue** queues, bool reload, bool* reloaded)
     report_recovered(ProblemKind::Config, "the jobbuf extension is installed and up to date; delivering");
     if (*reloaded)
         retry_failing_queues_now();
-    if (jobbuf::redis::drain_session_set_marker_key(state->ctx.session, marker_key()))
+    if (jobbuf::redis::drain_session_set_marker_key(state->ctx.session, marker_key())) {
         state->reconcile_needed = true;
+        // Another installation (DROP and CREATE EXTENSION): its own counter, from its own row.
+        jobbuf::redis::drain_session_reset_counter(state->ctx.session, loaded_delivery_counter());
+    }
     char client_name[sizeof(state->client_name)];
     worker_client_name(client_name, sizeof(client_name));
     if (strcmp(client_name, state->client_name) != 0) {
@@ -381,7 +384,8 @@ int load_pass(ActiveQueue** queues, bool reload, bool* reloaded)
     if (jobbuf::redis::drain_session_set_lease(state->ctx.session, lease_key(), state->lease_value))
         state->reconcile_needed = true;
     if (*reloaded) {
-        jobbuf::redis::drain_session_note_counter(state->ctx.session, loaded_delivery_counter());
+        // Committed: the lease may carry it from the next refresh on.
+        jobbuf::redis::drain_session_set_lease_counter(state->ctx.session, loaded_delivery_counter());
         if (loaded_take_over_request() && !state->take_over_pending) {
             state->take_over_pending = true;
             jobbuf::redis::drain_session_request_take_over(state->ctx.session);
@@ -392,6 +396,32 @@ int load_pass(ActiveQueue** queues, bool reload, bool* reloaded)
 }
 
 
+// While it holds the lease, the worker advances the delivery counter at least once per lease
+// lifetime (twice jobbuf.redis_timeout) even without batches, and the lease carries the committed
+// value from the next refresh on: a copy of this cluster keeps the value it was copied with and
+// so falls behind an idle original too (docs/copies.md). One small UPDATE (by address) when no
+// batch wrote the counter for jobbuf.redis_timeout. Not while reconciliation is due: a marker
+// above the committed counter may name jobs staged here, which a later start must still
+// recognise (one behind it). False on a database error.
+bool advance_counter_if_due(TimestampTz now)
+{
+    if (state->reconcile_needed ||
+        !TimestampDifferenceExceeds(delivery_counter_written_at(), now, Max(jobbuf_redis_timeout, 1)))
+        return true;
+    int64 value = 0;
+    if (!run_guarded([&] {
+            begin_worker_transaction("jobbuf: advancing the delivery counter");
+            value = advance_delivery_counter(jobbuf::redis::drain_session_counter(state->ctx.session) + 1);
+            commit_worker_transaction();
+        })) {
+        database_failed();
+        return false;
+    }
+    if (value > 0)
+        jobbuf::redis::drain_session_set_lease_counter(state->ctx.session, value);
+    return true;
+}
+
 // Refreshes the delivery lease when due. False when another cluster holds it (one WARNING per
 // holder, through redis_failed) or Redis failed: nothing may be pushed now.
 bool keep_lease(void)
@@ -399,6 +429,8 @@ bool keep_lease(void)
     TimestampTz now = GetCurrentTimestamp();
     if (!TimestampDifferenceExceeds(state->lease_kept_at, now, static_cast<int>(lease_refresh_ms())))
         return true;
+    if (!advance_counter_if_due(now))
+        return false;
     SessionReport report = jobbuf::redis::drain_session_keep_lease(state->ctx.session, *state->ctx.waiter);
     if (!session_call_succeeded(report))
         return false;

@@ -285,21 +285,31 @@ SessionReport drain_session_deliver(DrainSession* session, IoWaiter& waiter, con
             session->marker_hash_slots.insert(hash_slot);  // before sending: a unit in doubt is read back
             session->last_hash_slot = hash_slot;
         }
-        // The unit's delivery number: above every number this session pushed, read or committed
-        // (a number whose unit did not run is skipped: only the order matters, docs/copies.md).
+        // The unit's delivery number: one above every number this session knows used (pushed by a
+        // unit that ran, read from a marker, committed). A number is used up only when the EXEC
+        // reply shows that the unit ran: a unit refused as a whole (OOM, EXECABORT) leaves no gap
+        // between the committed counter and the markers, which a later start must close to prove
+        // that it continues this one (docs/copies.md). A unit in doubt (the connection lost, a
+        // timeout) is settled by the marker read at reconciliation, which raises the counter when
+        // it ran.
         MarkerStamp stamp;
         stamp.number = session->counter + 1;
         stamp.writer = session->lease_value;
+        session->last_unit_ran = false;
         if (!plan_delivery(*target, batch_jobs, marker_key_of(session, hash_slot), now_epoch, &plan, &error,
                            session->max_bulk_bytes, &stamp))
             return report_of(SessionReport::Status::Unavailable, error);
-        session->counter = stamp.number;
         session->last_unit_number = stamp.number;
 
         CommandPipeline wait;
         std::vector<RedisReply> replies;
         RedisStatus status = session_round_trip(session, hash_slot, plan.unit, &replies, round_trip_limit(session),
                                                 waiter, replica_wait(session, &wait));
+        if (status.ok() && replies.size() >= plan.unit.command_count() && plan.unit.command_count() > 0 &&
+            replies[plan.unit.command_count() - 1].type == RedisReply::Type::Array) {
+            session->last_unit_ran = true;  // EXEC ran the unit (its marker is in Redis)
+            session->counter = std::max(session->counter, stamp.number);
+        }
         if (status.code == RedisStatus::Code::RequestRefused) {
             std::size_t largest = 0;
             for (const StagedJob& job : batch_jobs)

@@ -97,9 +97,26 @@ SessionReport drain_session_write_marker(DrainSession* session, IoWaiter& waiter
 // jobbuf.delivery_counter in the batch's transaction.
 std::int64_t drain_session_unit_number(const DrainSession* session) noexcept;
 
+// The highest delivery number this session knows used (pushed by a unit that ran, read, committed).
+std::int64_t drain_session_counter(const DrainSession* session) noexcept;
+
+// Whether the last unit sent ran (its EXEC reply came back as an array): only then is its number
+// used up, and recorded (a batch's transaction, or a group's release: drain_group.cpp). A unit in
+// doubt (no reply) is settled by the marker read at reconciliation.
+bool drain_session_unit_ran(const DrainSession* session) noexcept;
+
 // This cluster's committed delivery counter (jobbuf.delivery_counter): the next unit's number is
 // above it (and above every number this session pushed or read).
 void drain_session_note_counter(DrainSession* session, std::int64_t committed) noexcept;
+
+// Another installation's marker key (DROP and CREATE EXTENSION while the worker runs): its
+// counter starts again from its committed value (numbers of the old installation do not count).
+void drain_session_reset_counter(DrainSession* session, std::int64_t committed) noexcept;
+
+// The committed counter after the holder advanced it without a batch (delivery_counter.h): the
+// lease carries it from the next refresh on ("<holder>#<n>;<counter>"); a copy of this cluster
+// keeps the value it was copied with. Only a committed value may be given.
+void drain_session_set_lease_counter(DrainSession* session, std::int64_t committed) noexcept;
 
 // jobbuf_take_over() asked this cluster to deliver: the next connection takes the lease from any
 // holder (and the connection is dropped now so that there is a next one).

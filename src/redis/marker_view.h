@@ -21,10 +21,12 @@ struct MarkerView {
 // What a connection found when another start's lease had lapsed: the marker with the highest
 // delivery number (found false: none), and whether the holder's name without its start is this
 // cluster's (host, port, data directory, system identifier: 1.2's rule, for a 1.2 marker).
+// lease_counter: the committed delivery counter the lapsed lease carried (0: none).
 struct ContinuityEvidence {
     bool found;
     MarkerView marker;
     bool same_cluster_name;
+    std::int64_t lease_counter;
 };
 
 }  // namespace jobbuf::redis

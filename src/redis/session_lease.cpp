@@ -6,7 +6,10 @@
 // takes it only when it is free or already its own, refreshes it while it delivers, and never
 // fences, reconciles or pushes while another holds it.
 // The lease has no TTL in Redis: it lapses only while Redis is reachable. Its value is the
-// holder's name and a refresh count ("<holder>#<n>"); another cluster takes it over only after it
+// holder's name, a refresh count and the holder's committed delivery counter
+// ("<holder>#<n>;<counter>"; "<holder>#<n>" before the holder has one to carry); the holder
+// advances that counter at least once per lifetime even without batches, so a copy that keeps
+// the counter it was copied with falls behind an idle original too (delivery_counter.h). Another cluster takes it over only after it
 // has found it unchanged, with no gap longer than half the lifetime between two looks (a gap is
 // Redis, or this session, away), for the whole lifetime (twice jobbuf.redis_timeout). So a Redis
 // outage of any length never hands the lease on (a TTL ran out during the outage, and whoever
@@ -20,6 +23,7 @@
 // map, so it is not connected and has fenced, read and pushed nothing on any node.
 #include "redis/regime.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -32,30 +36,66 @@ namespace jobbuf::redis {
 namespace {
 
 // KEYS[1] the lease, ARGV[1] this start's name, ARGV[2] the value this session saw lapse ("":
-// none), ARGV[3] "1" to take it from any holder (jobbuf_take_over()). Returns {1, ''} when taken
+// none), ARGV[3] "1" to take it from any holder (jobbuf_take_over()), ARGV[4] the suffix carrying
+// this start's committed delivery counter (";<counter>", or ""). Returns {1, ''} when taken
 // (free), {2, ''} when refreshed, {3, <old>} when taken over after it lapsed, {4, <old>} when
 // taken from a holder by request, {0, <value>} when another holds it. A 1.2 value (no "#<n>", a
 // TTL) counts as refresh 0 of its holder; SET drops its TTL.
 constexpr const char* kTakeLease =
     "local v = redis.call('GET', KEYS[1]) "
-    "if v == false then redis.call('SET', KEYS[1], ARGV[1] .. '#1') return {1, ''} end "
-    "local holder, n = string.match(v, '^(.*)#(%d+)$') "
+    "if v == false then redis.call('SET', KEYS[1], ARGV[1] .. '#1' .. ARGV[4]) return {1, ''} end "
+    "local holder, n = string.match(v, '^(.*)#(%d+);%d+$') "
+    "if holder == nil then holder, n = string.match(v, '^(.*)#(%d+)$') end "
     "if holder == nil then holder = v n = '0' end "
-    "if holder == ARGV[1] then redis.call('SET', KEYS[1], ARGV[1] .. '#' .. (tonumber(n) + 1)) return {2, ''} end "
-    "if ARGV[2] ~= '' and v == ARGV[2] then redis.call('SET', KEYS[1], ARGV[1] .. '#1') return {3, v} end "
-    "if ARGV[3] == '1' then redis.call('SET', KEYS[1], ARGV[1] .. '#1') return {4, v} end "
+    "if holder == ARGV[1] then redis.call('SET', KEYS[1], ARGV[1] .. '#' .. (tonumber(n) + 1) .. ARGV[4]) return {2, ''} end "
+    "if ARGV[2] ~= '' and v == ARGV[2] then redis.call('SET', KEYS[1], ARGV[1] .. '#1' .. ARGV[4]) return {3, v} end "
+    "if ARGV[3] == '1' then redis.call('SET', KEYS[1], ARGV[1] .. '#1' .. ARGV[4]) return {4, v} end "
     "return {0, v}";
 
 using Clock = std::chrono::steady_clock;
 
-// The holder named in a lease value (without its refresh count).
+bool all_digits(const std::string& text, std::size_t from, std::size_t to)
+{
+    if (from >= to)
+        return false;
+    for (std::size_t i = from; i < to; i++)
+        if (text[i] < '0' || text[i] > '9')
+            return false;
+    return true;
+}
+
+// Splits a lease value into its holder and the counter it carries (0: none, a 1.2 value, or one
+// written before the holder had a counter to carry).
+std::string split_lease(const std::string& value, std::int64_t* counter)
+{
+    *counter = 0;
+    std::size_t hash = value.rfind('#');
+    if (hash == std::string::npos)
+        return value;
+    std::size_t semi = value.find(';', hash);
+    std::size_t end = semi == std::string::npos ? value.size() : semi;
+    if (!all_digits(value, hash + 1, end))
+        return value;
+    if (semi != std::string::npos) {
+        if (!all_digits(value, semi + 1, value.size()) || value.size() - semi - 1 > 18)
+            return value;
+        *counter = std::stoll(value.substr(semi + 1));
+    }
+    return value.substr(0, hash);
+}
+
+// The holder named in a lease value (without its refresh count and counter).
 std::string holder_of(const std::string& value)
 {
-    std::size_t hash = value.rfind('#');
-    if (hash == std::string::npos || hash + 1 == value.size() ||
-        value.find_first_not_of("0123456789", hash + 1) != std::string::npos)
-        return value;
-    return value.substr(0, hash);
+    std::int64_t counter = 0;
+    return split_lease(value, &counter);
+}
+
+std::int64_t counter_of(const std::string& value)
+{
+    std::int64_t counter = 0;
+    split_lease(value, &counter);
+    return counter;
 }
 
 // The value to take over: the one this session has seen unchanged, without a gap, for the
@@ -151,7 +191,9 @@ SessionReport take_lease(DrainSession* session, IoWaiter& waiter, bool* taken)
     if (force || session->continuity != DrainSession::Continuity::Proven)
         lapsed.clear();
     CommandPipeline pipeline;
-    pipeline.add({"EVAL", kTakeLease, "1", session->lease_key, session->lease_value, lapsed, force ? "1" : ""});
+    std::string carried = session->lease_counter > 0 ? ";" + std::to_string(session->lease_counter) : "";
+    pipeline.add(
+        {"EVAL", kTakeLease, "1", session->lease_key, session->lease_value, lapsed, force ? "1" : "", carried});
     std::vector<RedisReply> replies;
     int hash_slot = session->is_cluster() ? key_slot(session->lease_key) : -1;
     RedisStatus status = session_round_trip(session, hash_slot, pipeline, &replies, session->timeout_ms, waiter);
@@ -180,6 +222,7 @@ SessionReport take_lease(DrainSession* session, IoWaiter& waiter, bool* taken)
             session->took_over = true;
             session->took_over_forced = code == 4;
             session->taken_from = holder_of(reply.elements[1].str);
+            session->taken_counter = counter_of(reply.elements[1].str);
         }
         session->take_over = false;
         session->continuity = DrainSession::Continuity::Unknown;
@@ -239,6 +282,7 @@ bool drain_session_continuity_question(const DrainSession* session, ContinuityEv
         const MarkerView* best = highest_marker(session);
         evidence->found = best != nullptr;
         evidence->marker = best != nullptr ? *best : MarkerView{nullptr, 0, 0, 0, false, false};
+        evidence->lease_counter = counter_of(session->continuity_for);
         evidence->same_cluster_name =
             without_start(holder_of(session->continuity_for)) == without_start(session->lease_value);
         return true;
@@ -262,6 +306,7 @@ bool drain_session_took_over(DrainSession* session, bool* forced, std::int64_t* 
     *forced = session->took_over_forced;
     const MarkerView* best = highest_marker(session);
     *highest = best != nullptr && !best->legacy ? best->number : 0;
+    *highest = std::max(*highest, session->taken_counter);
     std::snprintf(from, from_len, "%s", session->taken_from.c_str());
     return true;
 }

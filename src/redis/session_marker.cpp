@@ -130,10 +130,34 @@ std::int64_t drain_session_unit_number(const DrainSession* session) noexcept
     return session->last_unit_number;
 }
 
+std::int64_t drain_session_counter(const DrainSession* session) noexcept
+{
+    return session->counter;
+}
+
+bool drain_session_unit_ran(const DrainSession* session) noexcept
+{
+    return session->last_unit_ran;
+}
+
 void drain_session_note_counter(DrainSession* session, std::int64_t committed) noexcept
 {
     if (committed > session->counter)
         session->counter = committed;
+}
+
+void drain_session_reset_counter(DrainSession* session, std::int64_t committed) noexcept
+{
+    session->counter = committed;
+    session->lease_counter = committed;
+    session->last_unit_ran = false;
+}
+
+void drain_session_set_lease_counter(DrainSession* session, std::int64_t committed) noexcept
+{
+    if (committed > session->lease_counter)
+        session->lease_counter = committed;
+    drain_session_note_counter(session, committed);
 }
 
 bool drain_session_on_cluster(const DrainSession* session) noexcept

@@ -70,6 +70,11 @@ public:
     // transaction; counter is the highest this session knows used (pushed, read, or committed).
     std::int64_t counter = 0;
     std::int64_t last_unit_number = 0;  // the number of the last unit sent
+    bool last_unit_ran = false;         // its EXEC reply came back: it ran (counter includes its number)
+    // The committed counter this start last carried in its lease ("<holder>#<n>;<counter>"):
+    // never above jobbuf.delivery_counter as committed (the Postgres side sets it after commit).
+    std::int64_t lease_counter = 0;
+    std::int64_t taken_counter = 0;     // the counter the lease last taken over carried
     std::vector<MarkerValue> markers;   // as last read (reconciliation, or the evidence for a lapsed lease)
     std::vector<MarkerView> marker_views;
     // A lapsed lease is taken only by a start that continues its holder: the Postgres side answers

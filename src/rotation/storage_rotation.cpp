@@ -1,4 +1,4 @@
-// Postgres regime: storage rotation of jobbuf.jobs and jobbuf.queue_stats (see storage_rotation.h
+// Postgres regime: storage rotation of jobbuf.jobs, jobbuf.queue_stats and jobbuf.delivery_counter (see storage_rotation.h
 // and docs/storage.md).
 #include "pg_includes.h"
 
@@ -22,6 +22,8 @@ extern "C" {
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_trigger.h"
+#include "commands/trigger.h"
 #include "executor/executor.h"
 #include "nodes/makefuncs.h"
 #include "pgstat.h"
@@ -134,6 +136,7 @@ bool horizon_held_back(Relation rel)
 }
 
 bool stats_table_is_pristine(Relation rel);
+bool counter_table_is_pristine(Relation rel);
 
 RotatedTable rotated_tables[] = {
     {"jobs", kRotateAtBlocks, kRotateHeldAtBlocks, jobs_table_is_pristine, 0, kRetryMinMs, 0, 0, false},
@@ -141,6 +144,9 @@ RotatedTable rotated_tables[] = {
     // versions: delivery_stats.cpp): under a held snapshot each batch leaves a version nobody
     // can remove, which readers of the table walk past. 128 pages hold about 12,000 versions.
     {"queue_stats", 128, 128, stats_table_is_pristine, 0, kRetryMinMs, 0, 0, false},
+    // The delivery counter's one row gets a version per batch (and one per lease lifetime while
+    // idle: delivery_counter.h), updated by address as queue_stats is. 16 pages hold about 2,700.
+    {"delivery_counter", 16, 16, counter_table_is_pristine, 0, kRetryMinMs, 0, 0, false},
 };
 
 enum class Outcome { NotDue, Rotated, LockBusy, TooLive };
@@ -164,6 +170,30 @@ bool stats_table_is_pristine(Relation rel)
         for (int i = 0; i < rel->trigdesc->numtriggers; i++)
             if (!rel->trigdesc->triggers[i].tgisinternal)
                 return false;
+    return heap_truncate_find_FKs(list_make1_oid(RelationGetRelid(rel))) == NIL;
+}
+
+// jobbuf.delivery_counter as created: as queue_stats, except for its one trigger of the
+// extension's, delivery_counter_not_replicated (a row trigger calling jobbuf.skip_replicated_row,
+// which a rotation, moving the row without an INSERT or UPDATE, never fires).
+bool counter_table_is_pristine(Relation rel)
+{
+    if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relrowsecurity || rel->rd_rel->relhasrules)
+        return false;
+    if (rel->trigdesc != nullptr)
+        for (int i = 0; i < rel->trigdesc->numtriggers; i++) {
+            const Trigger& trigger = rel->trigdesc->triggers[i];
+            if (trigger.tgisinternal)
+                continue;
+            Oid function_schema = get_func_namespace(trigger.tgfoid);
+            const char* function = get_func_name(trigger.tgfoid);
+            bool ours = strcmp(trigger.tgname, "delivery_counter_not_replicated") == 0 &&
+                        TRIGGER_FOR_ROW(trigger.tgtype) && !TRIGGER_FOR_TRUNCATE(trigger.tgtype) &&
+                        function != nullptr && strcmp(function, "skip_replicated_row") == 0 &&
+                        function_schema == RelationGetNamespace(rel);
+            if (!ours)
+                return false;
+        }
     return heap_truncate_find_FKs(list_make1_oid(RelationGetRelid(rel))) == NIL;
 }
 

@@ -136,10 +136,14 @@ ALTER TABLE jobbuf.claim_locks ENABLE ALWAYS TRIGGER claim_locks_not_replicated;
 -- keeps the number it was copied with and falls behind at the original's next batch. Not dumped
 -- (a restore has an identity, a marker and a lease of its own), not replicated (the trigger skips
 -- rows a subscriber's apply would write: the subscriber counts its own batches).
--- take_over_requested: jobbuf_take_over() asked this cluster to take the lease from any holder.
+-- take_over_requested: jobbuf_take_over() asked this cluster to take the lease from any holder;
+-- take_over_start: the postmaster start that asked (only that start honours the request).
+-- The holder also advances delivered_unit at least once per lease lifetime without batches and
+-- carries it in its lease value; the worker's storage rotation keeps the row versions few.
 CREATE TABLE jobbuf.delivery_counter (
     delivered_unit      bigint NOT NULL DEFAULT 0,
     take_over_requested boolean NOT NULL DEFAULT false,
+    take_over_start     timestamptz,
     one_row             boolean PRIMARY KEY DEFAULT true CONSTRAINT delivery_counter_one_row CHECK (one_row)
 );
 COMMENT ON TABLE jobbuf.delivery_counter IS 'the delivery number of this cluster''s last batch (one row, not dumped): what tells a later start of this cluster from a copy; written by the drain worker and jobbuf_take_over()';
@@ -163,7 +167,10 @@ BEGIN
                      WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER), false) THEN
         RAISE EXCEPTION 'jobbuf_take_over() is for superusers' USING ERRCODE = 'insufficient_privilege';
     END IF;
-    UPDATE jobbuf.delivery_counter SET take_over_requested = true;
+    -- The request names this postmaster's start: a standby or a base backup taken before the
+    -- worker acted on it carries the row but never honours it (its start differs).
+    UPDATE jobbuf.delivery_counter
+    SET take_over_requested = true, take_over_start = pg_catalog.pg_postmaster_start_time();
     -- A statement on jobbuf.queues makes the worker reload when this commits, reading the request.
     UPDATE jobbuf.queues SET paused = paused WHERE false;
 END $$;

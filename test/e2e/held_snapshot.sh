@@ -7,7 +7,8 @@
 #    delivered: the table's file changes after every round (rotation is then due from 1 MB, at
 #    most every 2 s), and its heap stays near 1 MB, far below what the delivered jobs' dead rows
 #    would take; jobbuf.queue_stats, whose counters row the worker updates in every batch, is rotated
-#    as well and its counters are intact;
+#    as well and its counters are intact, and so is jobbuf.delivery_counter (one row, a version per
+#    batch);
 #  * a scheduled job, a claimed group with a live lease, a waiting unique job of a paused queue, a
 #    job in backoff and a held job (another installation's owner and origin) keep their ids and every column; the group still completes; the unique key
 #    still refuses a duplicate; the old snapshot still sees the rows that were put back;
@@ -161,6 +162,9 @@ expect_eq "the held transaction still holds the same horizon" \
 # 12,000 versions), counters intact. Single-job batches in chunks of 4,000 until it is.
 stats_filenode=$(jb_sql "SELECT pg_relation_filenode('jobbuf.queue_stats')")
 stats_rotated() { [ "$(jb_sql "SELECT pg_relation_filenode('jobbuf.queue_stats')")" != "$stats_filenode" ]; }
+# jobbuf.delivery_counter too: its one row gets a version per batch (from 16 pages, about 2,700).
+counter_filenode=$(jb_sql "SELECT pg_relation_filenode('jobbuf.delivery_counter')") counter_max=0
+counter_rotated() { [ "$(jb_sql "SELECT pg_relation_filenode('jobbuf.delivery_counter')")" != "$counter_filenode" ]; }
 echo "SELECT jobbuf_stage('small', '{\"one\": 1}'::jsonb);" >"$JB_RUN/one.sql"
 jb_sql "SELECT jobbuf_create_queue('small', 'list')" >/dev/null
 set_and_reload jobbuf.batch_size 1 || fail "jobbuf.batch_size = 1 not shown"   # one batch per job
@@ -171,12 +175,18 @@ while [ "$small" -lt 40000 ] && ! stats_rotated; do
   small=$((small + 4000))
   expect_list_reaches jobbuf:small "$small" 60 "$small jobs delivered one per batch"
   s=$(jb_sql "SELECT pg_relation_size('jobbuf.queue_stats')"); [ "$s" -gt "$stats_max" ] && stats_max=$s
+  s=$(jb_sql "SELECT pg_relation_size('jobbuf.delivery_counter')"); [ "$s" -gt "$counter_max" ] && counter_max=$s
   jb_wait_until stats_rotated 1 || true
 done
 reset_and_reload jobbuf.batch_size 1000
 say "jobbuf.queue_stats: $(( $(jb_sql "SELECT batches FROM jobbuf_worker_status()") - batches0 )) counter updates for $small jobs, largest $stats_max bytes"
 check "jobbuf.queue_stats was rotated" stats_rotated
 expect_le "jobbuf.queue_stats stays small" "$stats_max" $((256 * 8192))
+say "jobbuf.delivery_counter: largest $counter_max bytes"
+check "jobbuf.delivery_counter was rotated" counter_rotated
+expect_le "jobbuf.delivery_counter stays small" "$counter_max" $((32 * 8192))
+expect_eq "... its one row intact, at the last batch's number" \
+  "$(jb_sql "SELECT count(*) || ' ' || (max(delivered_unit) >= $small) FROM jobbuf.delivery_counter")" "1 true"
 counters_sql="SELECT string_agg(queue || '=' || delivered_total, ' ' ORDER BY queue) FROM jobbuf.queue_stats WHERE queue IN ('flow', 'small')"
 jb_wait_until "[ \"\$(jb_sql \"$counters_sql\")\" = 'flow=$((ROUNDS * PER_ROUND + 12000)) small=$small' ]" 10  # the last batch commits after its push
 expect_eq "delivery counters survive its rotation" \

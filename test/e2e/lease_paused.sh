@@ -17,7 +17,7 @@ jb_sql "SELECT jobbuf_stage('only', '{\"n\": 2}')" >/dev/null
 
 # 18 s: three lifetimes of the lease; the longest time its refresh count stood still must stay
 # well within one lifetime (refreshes come every 1.5 s).
-refreshes() { jb_redis GET "$lease" | sed -n 's/.*#\([0-9]*\)$/\1/p'; }
+refreshes() { jb_redis GET "$lease" | sed -n 's/.*#\([0-9]*\)\(;[0-9]*\)\{0,1\}$/\1/p'; }  # "<holder>#<n>;<counter>"
 missing=0 refreshed=0 still=0 longest=0 last=$(refreshes)
 for _ in $(seq 36); do
   sleep 0.5

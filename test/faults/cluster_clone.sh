@@ -46,7 +46,7 @@ ID=$(jb_sql "SELECT jobbuf.installation_id()")
 LEASE=jobbuf:lease:$ID
 NAME=jobbuf-$ID
 check "the lease is in its own key's slot, on the master serving it, naming the original" \
-  jb_wait_until "jb_cluster_cli -p '$(jb_cluster_owner "$LEASE")' GET '$LEASE' | grep -q 'port $JB_PGPORT .*#[0-9]*\$'" 10
+  jb_wait_until "jb_cluster_cli -p '$(jb_cluster_owner "$LEASE")' GET '$LEASE' | grep -q 'port $JB_PGPORT .*#[0-9;]*\$'" 10
 # The original's links to the masters, as each master lists them ("port:id"; named by the fence,
 # jobbuf-<identity>): a clone that fenced would kill them.
 named_links() {

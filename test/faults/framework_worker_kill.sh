@@ -74,8 +74,8 @@ stage() {
   expect_eq "$1: $N jobs staged" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = '$1'")" "$N"
 }
 
-# lease_refreshes KEY: how many times its holder has refreshed the lease KEY ("<holder>#<n>").
-lease_refreshes() { jb_redis GET "$1" | sed -n 's/.*#\([0-9]*\)$/\1/p'; }
+# lease_refreshes KEY: how many times its holder has refreshed the lease KEY ("<holder>#<n>;<counter>").
+lease_refreshes() { jb_redis GET "$1" | sed -n 's/.*#\([0-9]*\)\(;[0-9]*\)\{0,1\}$/\1/p'; }
 
 # wait_lease_refreshed KEY: waits until the drain worker refreshes its lease KEY (its refresh count
 # goes up). At most the lease's lifetime (60 s): a worker that has not refreshed it by then never

@@ -11,6 +11,8 @@
 #   2. the original stops: its lease lapses, but the clone's delivery counter is behind the one
 #      in Redis (the original delivered batches after the copy was taken): the clone still
 #      delivers nothing, reconciles nothing, and stays at one WARNING;
+#   (a take-over request carried from another start, as a base backup taken before its original's
+#   worker acted on jobbuf_take_over() would carry it, is not honoured;)
 #   3. jobbuf_take_over() on the clone: it takes the lease and delivers every job it staged,
 #      including those whose ids the original's last marker names (the clone never acts on that
 #      marker: lost 0).
@@ -102,6 +104,16 @@ expect_eq "the clone still delivered nothing" "$(count_side clone)" "0 0"
 expect_eq "the clone still holds every job it staged" "$(clone_sql "SELECT count(*) FROM jobbuf.jobs")" "$JOBS"
 expect_eq "the clone never reconciled the original's marker" "$(grep -c 'already in Redis' "$JB_RUN/clone.log")" 0
 expect_eq "one WARNING on the clone for the whole time" "$(grep -c "$held" "$JB_RUN/clone.log")" 1
+
+# --- a take-over request the clone carries from another start (a standby or base backup taken
+#     after jobbuf_take_over() committed on its original, before that worker acted on it) is not
+#     honoured: only the postmaster start that asked takes the lease by request
+clone_sql "UPDATE jobbuf.delivery_counter SET take_over_requested = true, take_over_start = now() - interval '1 hour'" >/dev/null
+clone_sql "UPDATE jobbuf.queues SET paused = paused WHERE false" >/dev/null   # the worker reloads
+sleep 3
+expect_eq "the clone does not act on another start's take-over request" \
+  "$(grep -c 'took the delivery lease over' "$JB_RUN/clone.log")" 0
+expect_eq "... and still delivered nothing" "$(count_side clone)" "0 0"
 
 # --- 3. jobbuf_take_over() on the clone (superusers only)
 clone_sql "CREATE ROLE not_super LOGIN; GRANT jobbuf_admin TO not_super" >/dev/null

@@ -236,3 +236,49 @@ TEST_F(ClusterLeaseTest, LapsedLeaseStaysHeldForAStartThatDoesNotContinueItUntil
 }
 
 }  // namespace
+
+// A delivery number is used up only by a unit that ran (a unit Redis refuses whole leaves no gap),
+// and the lease carries the holder's committed counter ("<holder>#<n>;<counter>") to a start that
+// finds it lapsed: the evidence names it beside the markers' highest number.
+TEST_F(ClusterLeaseTest, NumbersWithoutGapsAndTheCounterTheLeaseCarries)
+{
+    const long timeout_ms = 150;
+    {
+        Session original = session("original", timeout_ms);
+        bool fresh = false;
+        ASSERT_EQ(connect(original.get(), &fresh).status, SessionReport::Status::Ok);
+        ASSERT_EQ(deliver(original.get(), 1).status, SessionReport::Status::Ok);
+        EXPECT_EQ(drain_session_unit_number(original.get()), 1);
+        EXPECT_TRUE(drain_session_unit_ran(original.get()));
+        ASSERT_FALSE(command(admin_, {"CONFIG", "SET", "maxmemory", "1"}).is_error());
+        EXPECT_NE(deliver(original.get(), 2).status, SessionReport::Status::Ok) << "refused whole (OOM)";
+        EXPECT_FALSE(drain_session_unit_ran(original.get()));
+        EXPECT_NE(deliver(original.get(), 2).status, SessionReport::Status::Ok) << "refused whole again";
+        ASSERT_FALSE(command(admin_, {"CONFIG", "SET", "maxmemory", "0"}).is_error());
+        bool again = false;
+        ASSERT_EQ(connect(original.get(), &again).status, SessionReport::Status::Ok);
+        ASSERT_EQ(deliver(original.get(), 2).status, SessionReport::Status::Ok);
+        EXPECT_EQ(drain_session_unit_number(original.get()), 2) << "the refused units used no number";
+        drain_session_set_lease_counter(original.get(), 2);  // committed (an advance without a batch)
+        ASSERT_EQ(drain_session_keep_lease(original.get(), waiter_).status, SessionReport::Status::Ok);
+        EXPECT_EQ(command(admin_, {"GET", kLeaseKey}).str, "original#2;2");
+    }
+    Session clone = session("clone", timeout_ms);
+    bool fresh = false;
+    bool asked = false;
+    for (int i = 0; i < 40 && !asked; ++i) {
+        SessionReport report = connect(clone.get(), &fresh);
+        ASSERT_EQ(report.status, SessionReport::Status::Held) << report.message;
+        EXPECT_NE(std::string(report.message).find("(original)"), std::string::npos) << report.message;
+        ContinuityEvidence evidence{};
+        if (drain_session_continuity_question(clone.get(), &evidence)) {
+            asked = true;
+            EXPECT_TRUE(evidence.found);
+            EXPECT_EQ(evidence.marker.number, 2);
+            EXPECT_EQ(evidence.lease_counter, 2);
+            drain_session_answer_continuity(clone.get(), false);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms / 4));
+    }
+    EXPECT_TRUE(asked);
+}
