@@ -172,7 +172,7 @@ SQL
   fi
   expect_eq "round $round: every jobbuf table is in the subscription" \
     "$(sub_sql "SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_subscription_rel r JOIN pg_subscription s ON s.oid = r.srsubid JOIN pg_class c ON c.oid = r.srrelid WHERE s.subname = '$sub' AND c.relnamespace = 'jobbuf'::regnamespace")" \
-    "archive,claim_locks,consumer_failures,dead,delivery_counter,held_discards,installation,jobs,queue_stats,queues,schedules"
+    "archive,claim_locks,consumer_failures,dead,delivery_counter,held_discards,installation,jobs,queue_flow,queue_stats,queues,redis_memory,schedules"
   # (sync_error_count; 19 counts tables and sequences apart: sync_table_error_count, sync_seq_error_count)
   expect_eq "round $round: pg_stat_subscription_stats: no apply error, no sync error" \
     "$(sub_sql "SELECT s->>'apply_error_count' || ' ' || (SELECT sum(e.value::bigint) FROM jsonb_each_text(s) e WHERE e.key LIKE 'sync%error_count')
