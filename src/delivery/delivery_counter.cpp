@@ -13,6 +13,7 @@ extern "C" {
 #include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
+#include "utils/timestamp.h"
 }
 
 namespace {
