@@ -457,7 +457,7 @@ void note_staged_work(const ActiveQueue* queues, int nqueues, bool all)
             continue;
         }
         QueueProgress* progress = cached_queue_progress(q->name, &q->progress);
-        progress->after_id = Min(progress->after_id, work.lowest_ids[i] - 1);
+        rewind_queue_progress(progress, work.lowest_ids[i]);
     }
     bool marked = false;
     if (all && run_guarded([&] { marked = mark_queues_with_jobs(); }) && marked)
