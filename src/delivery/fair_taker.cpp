@@ -77,7 +77,8 @@ struct FairTake {
     uint64 unkeyed_budget;  // keyed entries the walk may still step past in this batch
     // The partitions, walked in jobs_partition_waiting.
     Relation partitions;
-    IndexScanDesc partition_scan;
+    IndexScanDesc partition_scan;  // (queue, partition_key, id > after): one partition's walk
+    IndexScanDesc discover_scan;   // (queue, partition_key > after): the next partition
     Oid key_collation;
 };
 
@@ -184,14 +185,18 @@ int first_round(FairTake* f, const QueueProgress* progress, Partition* parts, in
     int n = 0;
     *stopped_at = nullptr;
     while (!f->full && n < capacity) {
+        // A scan's keys are as many as it began with: the first partition is "partition_key IS NOT NULL".
         ScanKeyData keys[2];
         ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid, f->partitions->rd_indcollation[0],
                                F_TEXTEQ, CStringGetTextDatum(f->queue));
         if (after != nullptr)
             ScanKeyEntryInitialize(&keys[1], 0, 2, BTGreaterStrategyNumber, InvalidOid, f->key_collation, F_TEXT_GT,
                                    PointerGetDatum(after));
-        index_rescan(f->partition_scan, keys, after != nullptr ? 2 : 1, nullptr, 0);
-        if (!index_getnext_slot(f->partition_scan, ForwardScanDirection, f->take.slot)) {
+        else
+            ScanKeyEntryInitialize(&keys[1], SK_ISNULL | SK_SEARCHNOTNULL, 2, InvalidStrategy, InvalidOid, InvalidOid,
+                                   InvalidOid, Datum(0));
+        index_rescan(f->discover_scan, keys, 2, nullptr, 0);
+        if (!index_getnext_slot(f->discover_scan, ForwardScanDirection, f->take.slot)) {
             if (wrapped)
                 break;
             wrapped = true;  // round to the first partition
@@ -269,6 +274,7 @@ bool take_jobs_fairly(const char* queue, const jobbuf::redis::TargetTraits& targ
     f.unkeyed_budget = f.limit;
     f.waiting_scan = direct_take_scan(&f.take, f.waiting, 3);
     f.partition_scan = direct_take_scan(&f.take, f.partitions, 3);
+    f.discover_scan = direct_take_scan(&f.take, f.partitions, 2);
 
     // Round one: the jobs without a key, then every partition once.
     int capacity = static_cast<int>(Min(f.limit, static_cast<uint64>(100000))) + kMaxPartitionCursors;
@@ -295,6 +301,7 @@ bool take_jobs_fairly(const char* queue, const jobbuf::redis::TargetTraits& targ
     taken->partitions = uninstalled = cursors_after(parts, n, stopped_at);
     index_endscan(f.waiting_scan);
     index_endscan(f.partition_scan);
+    index_endscan(f.discover_scan);
     index_close(f.waiting, NoLock);
     direct_take_end(&f.take, f.partitions, taken);
     return true;
