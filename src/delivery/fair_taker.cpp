@@ -23,6 +23,11 @@ extern "C" {
 
 namespace {
 
+// How many keyed entries the walk for jobs without a partition key may step past in a batch: a
+// batch's worth while it finds such jobs, a probe's worth once a batch found none (a queue whose
+// jobs all have a key pays that much, not a second walk over every job).
+constexpr uint64 kUnkeyedProbe = 64;
+
 // A set made by a take whose batch has not committed (yet, or ever): freed by the next take.
 PartitionCursors* uninstalled = nullptr;
 
@@ -75,6 +80,7 @@ struct FairTake {
     int64 unkeyed_after;
     bool unkeyed_live;
     uint64 unkeyed_budget;  // keyed entries the walk may still step past in this batch
+    bool unkeyed_found;     // it took a job
     // The partitions, walked in jobs_partition_waiting.
     Relation partitions;
     IndexScanDesc partition_scan;  // (queue, partition_key, id > after): one partition's walk
@@ -126,6 +132,7 @@ void unkeyed_turn(FairTake* f, bool fill)
         RowTake step = direct_take_row(&f->take, *f->target, f->bounds, f->taken);
         if (step != RowTake::Full)
             f->unkeyed_after = id;
+        f->unkeyed_found |= step == RowTake::Taken || step == RowTake::TakenFull;
         if (batch_full(f, step) || (step == RowTake::Taken && !fill))
             return;
     }
@@ -222,9 +229,10 @@ int first_round(FairTake* f, const QueueProgress* progress, Partition* parts, in
 
 // Keeps where the partitions that may have more jobs stand (at most kMaxPartitionCursors), and
 // where the next batch's first round starts, in a set installed once the batch commits.
-PartitionCursors* cursors_after(const Partition* parts, int n, text* stopped_at)
+PartitionCursors* cursors_after(const Partition* parts, int n, text* stopped_at, bool unkeyed_found)
 {
     PartitionCursors* cursors = new_partition_cursors();
+    cursors->unkeyed_found = unkeyed_found;
     MemoryContext old = MemoryContextSwitchTo(cursors->cxt);
     for (int i = 0; i < n && cursors->count < kMaxPartitionCursors; i++) {
         if (!parts[i].live)
@@ -271,7 +279,8 @@ bool take_jobs_fairly(const char* queue, const jobbuf::redis::TargetTraits& targ
     f.key_collation = f.partitions->rd_indcollation[1];
     f.unkeyed_after = progress->after_id;
     f.unkeyed_live = true;
-    f.unkeyed_budget = f.limit;
+    f.unkeyed_budget =
+        progress->partitions == nullptr || progress->partitions->unkeyed_found ? f.limit : Min(f.limit, kUnkeyedProbe);
     f.waiting_scan = direct_take_scan(&f.take, f.waiting, 3);
     f.partition_scan = direct_take_scan(&f.take, f.partitions, 3);
     f.discover_scan = direct_take_scan(&f.take, f.partitions, 2);
@@ -298,7 +307,7 @@ bool take_jobs_fairly(const char* queue, const jobbuf::redis::TargetTraits& targ
 
     taken->in_id_order = false;
     taken->cursor_after = f.unkeyed_after;
-    taken->partitions = uninstalled = cursors_after(parts, n, stopped_at);
+    taken->partitions = uninstalled = cursors_after(parts, n, stopped_at, f.unkeyed_found);
     index_endscan(f.waiting_scan);
     index_endscan(f.partition_scan);
     index_endscan(f.discover_scan);

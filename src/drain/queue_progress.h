@@ -28,6 +28,7 @@ struct PartitionCursors {
     PartitionCursor cursors[kMaxPartitionCursors];
     const char* next_key;  // the next batch's first round starts after this partition (nullptr: at the first)
     int next_key_len;
+    bool unkeyed_found;  // the batch took a job without a partition key
 };
 
 // A new, empty set in a context of its own (under TopMemoryContext); freed by install_partition_cursors

@@ -33,7 +33,7 @@ entries_before=$(head -n "${position:-1}" <<<"$head_entries" | grep -cE '^[0-9]+
 say "the lone job is entry $entries_before of the stream (batch_size $batch)"
 check "the lone job was found among the first 4 × batch_size entries" test -n "$position"
 expect_le "the lone job is among the first 2 × batch_size entries pushed" "$entries_before" $((2 * batch))
-wait_staged 0
+jb_wait_until "[ \"\$(jb_sql 'SELECT count(*) FROM jobbuf.jobs')\" = 0 ]" 600 || fail "the backlog was not delivered within 600 s"
 expect_eq "every job delivered once" "$(jb_redis XLEN jobbuf:tenants)" $((BACKLOG + 1))
 # Partition a in id order: the n of its first 4 batches' entries rise one by one.
 ns=$(grep -oE '"n": [0-9]+' <<<"$head_entries" | awk '{ print $2 }')
@@ -47,7 +47,7 @@ jb_sql "INSERT INTO jobbuf.jobs (queue, payload, partition_key)
         FROM generate_series(1, 20000) n, LATERAL (SELECT CASE WHEN n % 4 = 0 THEN NULL ELSE 'p' || (n % 4) END) s(k)
         ORDER BY k NULLS FIRST, n" >/dev/null || fail "staging 20,000 jobs in four partitions"
 set_and_reload jobbuf.enabled on || fail "jobbuf.enabled is on"
-wait_staged 0
+jb_wait_until "[ \"\$(jb_sql 'SELECT count(*) FROM jobbuf.jobs')\" = 0 ]" 120 || fail "the four partitions were not delivered within 120 s"
 first=$(jb_redis XRANGE jobbuf:tenants - + COUNT "$batch")
 for p in none p1 p2 p3; do
   got=$(grep -c "\"p\": \"$p\"" <<<"$first" || true)
