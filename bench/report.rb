@@ -231,6 +231,13 @@ if (plain = num(r["flow_plain"]))
        "rate/none >= 0.95", rate && rate / plain >= 0.95)
 end
 
+if (plain = num(r["fair_plain"]))
+  phase = "fair"
+  one, many = num(r["fair_one"]), num(r["fair_many"])
+  add.("list drain, fair_by, 1 partition (jobs/s)", one, "no option", plain, one && one / plain, "(info)", nil)
+  add.("list drain, fair_by, a partition per job (jobs/s)", many, "no option", plain, many && many / plain, "(info)", nil)
+end
+
 if (n = r["sched_count"]) && num(r["sched_#{n}_idle_cpu"])
   phase = "schedules"
   many, none = num(r["sched_#{n}_idle_cpu"]), num(r["sched_0_idle_cpu"])
