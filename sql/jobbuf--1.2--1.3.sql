@@ -745,11 +745,6 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'a group queue pushes one message per claimed group';
     END IF;
-    IF options->>'delivery' = 'group' AND (options ? 'max_in_redis' OR options ? 'max_rate') THEN
-        RAISE EXCEPTION 'jobbuf: options max_in_redis and max_rate apply to delivery "each" only'
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'a group queue pushes one message per claimed group: batch_size bounds its groups';
-    END IF;
     IF (options->>'maxlen') IS NOT NULL AND (options->>'max_in_redis') IS NOT NULL
        AND (options->>'maxlen')::bigint < (options->>'max_in_redis')::bigint THEN
         RAISE EXCEPTION 'jobbuf: maxlen (%) cannot be below max_in_redis (%)',

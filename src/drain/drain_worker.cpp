@@ -598,7 +598,7 @@ long drain_round(void)
             // the error may have cut off (the marker may name jobs Redis has).
             if (!run_catching(
                     [&] {
-                        result = q->group_delivery ? drain_one_group(&state->ctx, q)
+                        result = q->group_delivery ? drain_one_group(&state->ctx, q, progress)
                                                    : drain_one_batch(&state->ctx, q, progress);
                     },
                     [&](const ErrorData* error) { queue_failed(q->name, error->message); })) {
