@@ -8,8 +8,10 @@
 
 extern "C" {
 #include "access/genam.h"
+#include "access/itup.h"
 #include "access/nbtree.h"
 #include "access/relation.h"
+#include "access/relscan.h"
 #include "access/stratnum.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
@@ -92,11 +94,6 @@ bool batch_full(FairTake* f, RowTake step)
 {
     f->full = f->full || step == RowTake::Full || step == RowTake::TakenFull || f->taken->count >= f->limit;
     return f->full;
-}
-
-text* row_partition_key(FairTake* f)
-{
-    return DatumGetTextPP(f->take.slot->tts_values[kJobsPartitionKey - 1]);
 }
 
 bool same_key(text* a, const char* b, int b_len)
@@ -203,15 +200,18 @@ int first_round(FairTake* f, const QueueProgress* progress, Partition* parts, in
             ScanKeyEntryInitialize(&keys[1], SK_ISNULL | SK_SEARCHNOTNULL, 2, InvalidStrategy, InvalidOid, InvalidOid,
                                    InvalidOid, Datum(0));
         index_rescan(f->discover_scan, keys, 2, nullptr, 0);
-        if (!index_getnext_slot(f->discover_scan, ForwardScanDirection, f->take.slot)) {
+        // The next entry's key, read from the index alone: finding the next partition never walks
+        // the entries of jobs delivered since the last vacuum (it would, through the heap).
+        ItemPointer tid = index_getnext_tid(f->discover_scan, ForwardScanDirection);
+        if (tid == nullptr) {
             if (wrapped)
                 break;
             wrapped = true;  // round to the first partition
             after = nullptr;
             continue;
         }
-        slot_getallattrs(f->take.slot);
-        text* key = row_partition_key(f);
+        bool isnull = false;
+        text* key = DatumGetTextPP(index_getattr(f->discover_scan->xs_itup, 2, f->discover_scan->xs_itupdesc, &isnull));
         if (wrapped && start != nullptr &&
             DatumGetInt32(DirectFunctionCall2Coll(bttextcmp, f->key_collation, PointerGetDatum(key),
                                                   PointerGetDatum(start))) > 0)
@@ -219,7 +219,21 @@ int first_round(FairTake* f, const QueueProgress* progress, Partition* parts, in
         Partition* p = &parts[n++];
         p->key = static_cast<text*>(PG_DETOAST_DATUM_COPY(PointerGetDatum(key)));
         p->after_id = partition_cursor(progress, p->key);
-        partition_turn(f, p, false);
+        p->live = false;
+        // A partition without a cursor whose first entry is a job visible now: that job, without a
+        // second descent (a million partitions of one job each cost one descent a job).
+        bool turned = false;
+        if (p->after_id == 0 && index_fetch_heap(f->discover_scan, f->take.slot)) {
+            slot_getallattrs(f->take.slot);
+            int64 id = DatumGetInt64(f->take.slot->tts_values[kJobsId - 1]);
+            RowTake step = direct_take_row(&f->take, *f->target, f->bounds, f->taken);
+            if (step != RowTake::Full)
+                p->after_id = id;
+            turned = step == RowTake::Taken || step == RowTake::TakenFull || batch_full(f, step);
+            p->live = turned;
+        }
+        if (!turned)
+            partition_turn(f, p, false);
         after = p->key;
         if (f->full || n == capacity)
             *stopped_at = p->key;
@@ -284,6 +298,7 @@ bool take_jobs_fairly(const char* queue, const jobbuf::redis::TargetTraits& targ
     f.waiting_scan = direct_take_scan(&f.take, f.waiting, 3);
     f.partition_scan = direct_take_scan(&f.take, f.partitions, 3);
     f.discover_scan = direct_take_scan(&f.take, f.partitions, 2);
+    f.discover_scan->xs_want_itup = true;  // the partition key, read from the index (index-only)
 
     // Round one: the jobs without a key, then every partition once.
     int capacity = static_cast<int>(Min(f.limit, static_cast<uint64>(100000))) + kMaxPartitionCursors;
