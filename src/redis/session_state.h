@@ -85,8 +85,8 @@ public:
     Continuity continuity = Continuity::Unknown;
     std::string continuity_for;
     bool continuity_free = false;
-    bool took_free = false;           // the last connection or refresh took a free lease, not yet told
-    bool took_free_proven = false;    // ... with markers in Redis that this start continues
+    bool took_free = false;         // the last connection or refresh took a free lease, not yet told
+    bool took_free_proven = false;  // ... with markers in Redis: this start's own, or ones it continues
     bool take_over = false;        // jobbuf_take_over(): the next connection takes the lease from any holder
     bool took_over = false;        // the last connection took the lease over (lapsed or forced), not yet told
     bool took_over_forced = false;
