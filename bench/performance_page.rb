@@ -46,6 +46,11 @@ PHASES = {
   "snapshot" => ["Held snapshot",
                  "Single-job staging at a steady rate, without and then with a `REPEATABLE READ` snapshot held " \
                  "([storage.md](storage.md))."],
+  "snapshot_capped" => ["Held snapshot beside a capped backlog",
+                        "The held-snapshot loads again while a list queue's `max_in_redis` holds 100,000 jobs " \
+                        "back (staged, no consumer), without and then with the snapshot, and beside the " \
+                        "held-snapshot phase's figures for the same load ([storage.md](storage.md), " \
+                        "[flow.md](flow.md))."],
   "activejob" => ["ActiveJob",
                   "`perform_later` in a transaction through the jobbuf gem's `:jobbuf` adapter, against " \
                   "ActiveJob's own Sidekiq adapter."],

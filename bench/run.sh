@@ -19,7 +19,11 @@
 #                                  transactions at RATE jobs/s (70%: of the measured single-job staging rate),
 #                                  HOLD a REPEATABLE READ snapshot held for N s at a time, the whole run (all),
 #                                  or pg_dump's lock on jobbuf.jobs (dump: ACCESS SHARE held with the snapshot)
-#   BENCH_PHASES [baseline drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients scrape queues schedules flow fair]
+#   BENCH_CAPPED_BACKLOG [100000]  the "snapshot_capped" phase: jobs held back (staged) by a depth cap while the
+#                                  snapshot phase's loads run, without and with their snapshot
+#   BENCH_CAPPED_MAX [1000]        that queue's max_in_redis (no consumer: the cap's worth sits in Redis)
+#   BENCH_CAPPED_RUNS [BENCH_SNAPSHOT_RUNS]  RATE:HOLD pairs of the "snapshot_capped" phase
+#   BENCH_PHASES [baseline drain staging latency sustain snapshot snapshot_capped activejob redisprod cluster frameworks databases clients scrape queues schedules flow fair]
 #                                  a subset to run; add "profile" for a perf profile
 #   BENCH_BASELINE_ROUNDS [2]      rounds of the "baseline" phase: this build and release 1.2 (commit 6738a34) installed in
 #                                  turn (current, 1.2, then 1.2, current, ...), each measured with the drain phase's list
@@ -62,7 +66,7 @@ BENCH_LAT_SECONDS=${BENCH_LAT_SECONDS:-10}
 BENCH_SUSTAIN_SECONDS=${BENCH_SUSTAIN_SECONDS:-60}
 BENCH_SUSTAIN_RATE=${BENCH_SUSTAIN_RATE:-}
 BENCH_FSYNC=${BENCH_FSYNC:-off}
-BENCH_DEFAULT_PHASES="baseline drain staging latency sustain snapshot activejob redisprod cluster frameworks databases clients scrape queues schedules flow fair"
+BENCH_DEFAULT_PHASES="baseline drain staging latency sustain snapshot snapshot_capped activejob redisprod cluster frameworks databases clients scrape queues schedules flow fair"
 BENCH_PHASES=${BENCH_PHASES:-$BENCH_DEFAULT_PHASES}
 BENCH_BASELINE_ROUNDS=${BENCH_BASELINE_ROUNDS:-2}
 BENCH_REDIS_MAXMEMORY=${BENCH_REDIS_MAXMEMORY:-1gb}
@@ -75,6 +79,9 @@ BENCH_QUEUES_SECONDS=${BENCH_QUEUES_SECONDS:-10}
 BENCH_SCHEDULES=${BENCH_SCHEDULES:-10000}
 BENCH_SNAPSHOT_SECONDS=${BENCH_SNAPSHOT_SECONDS:-60}
 BENCH_SNAPSHOT_RUNS=${BENCH_SNAPSHOT_RUNS:-800:120 2000:all 2000:dump 70%:all}
+BENCH_CAPPED_BACKLOG=${BENCH_CAPPED_BACKLOG:-100000}
+BENCH_CAPPED_MAX=${BENCH_CAPPED_MAX:-1000}
+BENCH_CAPPED_RUNS=${BENCH_CAPPED_RUNS:-$BENCH_SNAPSHOT_RUNS}
 BENCH_DB_JOBS=${BENCH_DB_JOBS:-500000}
 BENCH_DB_COUNT=${BENCH_DB_COUNT:-50}
 BENCH_BUILD=${BENCH_BUILD:-1}
@@ -95,6 +102,7 @@ settings_used() {
       latency) knobs+=" BENCH_LAT_SECONDS" ;;
       sustain) knobs+=" BENCH_SUSTAIN_SECONDS BENCH_SUSTAIN_RATE" ;;
       snapshot) knobs+=" BENCH_SNAPSHOT_SECONDS BENCH_SNAPSHOT_RUNS" ;;
+      snapshot_capped) knobs+=" BENCH_SNAPSHOT_SECONDS BENCH_CAPPED_RUNS BENCH_CAPPED_BACKLOG BENCH_CAPPED_MAX" ;;
       activejob) knobs+=" BENCH_AJ_SECONDS BENCH_AJ_ROUNDS" ;;
       redisprod) knobs+=" BENCH_REDISPROD_JOBS BENCH_DRAIN_ROUNDS" ;;
       cluster) knobs+=" BENCH_CLUSTER_JOBS BENCH_DRAIN_ROUNDS" ;;
@@ -684,17 +692,24 @@ compact_jobs() {  # every run starts from the same small table (the drain phase 
   jb_sql "CHECKPOINT" >/dev/null
 }
 
+# snapshot_rate RATE: jobs/s of a RATE:HOLD pair (70%: of the staging phase's single-job rate;
+# empty when that phase did not run).
+snapshot_rate() {
+  if [ "$1" = "70%" ]; then
+    awk -F= '$1 == "stage_one_jobbuf" && $2 > m { m = $2 } END { if (m != "") printf "%.0f", 0.7 * m }' "$RESULTS"
+  else
+    echo "$1"
+  fi
+}
+
 phase_snapshot() {
   worker_enabled on
   jb_sql "CREATE TABLE IF NOT EXISTS bench.analytics AS SELECT 1 AS n" >/dev/null
-  local run rate hold max k=0
+  local run rate hold k=0
   for run in $BENCH_SNAPSHOT_RUNS; do
-    rate=${run%%:*} hold=${run#*:} k=$((k + 1))
-    if [ "$rate" = "70%" ]; then
-      max=$(awk -F= '$1 == "stage_one_jobbuf" && $2 > m { m = $2 } END { print m }' "$RESULTS")
-      [ -n "$max" ] || { echo "snapshot run $run skipped: 70% needs the staging phase's single-job rate"; continue; }
-      rate=$(awk -v m="$max" 'BEGIN { printf "%.0f", 0.7 * m }')
-    fi
+    hold=${run#*:} k=$((k + 1))
+    rate=$(snapshot_rate "${run%%:*}")
+    [ -n "$rate" ] || { echo "snapshot run $run skipped: 70% needs the staging phase's single-job rate"; continue; }
     say "held snapshot $k: $rate single-job transactions/s for ${BENCH_SNAPSHOT_SECONDS}s, without and with a snapshot held ($hold)"
     compact_jobs
     snapshot_run "s${k}none" "$rate" none
@@ -703,6 +718,50 @@ phase_snapshot() {
     result "snap_s${k}_rate" "$rate"
     result "snap_s${k}_hold" "$hold"
   done
+}
+
+# --- 4c. held snapshot with a capped backlog: the snapshot phase's loads beside 100,000 jobs ------
+# held back by a depth cap (SPEC 1.3, "Storage rotation keeps PostgreSQL's promises"): a list
+# queue with max_in_redis BENCH_CAPPED_MAX and no consumer gets BENCH_CAPPED_BACKLOG + the cap's
+# worth of jobs; the cap's worth is pushed, the rest stays staged (live rows of jobbuf.jobs, more
+# than rotation's 10,000-row limit) through every run. Each load of BENCH_CAPPED_RUNS then runs
+# as in the snapshot phase, without and with its snapshot; the table puts the figures beside the
+# snapshot phase's for the same load.
+phase_snapshot_capped() {
+  worker_enabled on
+  jb_sql "CREATE TABLE IF NOT EXISTS bench.analytics AS SELECT 1 AS n" >/dev/null
+  jb_sql "SELECT jobbuf_create_queue('bench_capped', 'list', '{\"max_in_redis\": $BENCH_CAPPED_MAX}', if_not_exists => true)" >/dev/null
+  jb_redis unlink jobbuf:bench_capped >/dev/null
+  say "capped backlog: $((BENCH_CAPPED_BACKLOG + BENCH_CAPPED_MAX)) jobs staged in a list queue with max_in_redis $BENCH_CAPPED_MAX, no consumer"
+  prestage jobbuf.jobs bench_capped $((BENCH_CAPPED_BACKLOG + BENCH_CAPPED_MAX))
+  capped_held() {
+    [ "$(jb_redis LLEN jobbuf:bench_capped)" = "$BENCH_CAPPED_MAX" ] &&
+      [ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = 'bench_capped'")" = "$BENCH_CAPPED_BACKLOG" ]
+  }
+  jb_wait_until capped_held 120 ||
+    fail "the capped backlog: $(jb_redis LLEN jobbuf:bench_capped) in Redis (want $BENCH_CAPPED_MAX), $(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = 'bench_capped'") staged (want $BENCH_CAPPED_BACKLOG)"
+  echo "$BENCH_CAPPED_MAX in Redis, $BENCH_CAPPED_BACKLOG staged; jobbuf_flow_status(): $(jb_sql "SELECT state || ' (' || coalesce(reason, '') || ')' FROM jobbuf_flow_status() WHERE queue = 'bench_capped'")"
+  result snap_c_backlog "$BENCH_CAPPED_BACKLOG"
+  result snap_c_max_in_redis "$BENCH_CAPPED_MAX"
+  local run rate hold k=0
+  for run in $BENCH_CAPPED_RUNS; do
+    hold=${run#*:} k=$((k + 1))
+    rate=$(snapshot_rate "${run%%:*}")
+    [ -n "$rate" ] || { echo "snapshot_capped run $run skipped: 70% needs the staging phase's single-job rate"; continue; }
+    say "held snapshot $k beside $BENCH_CAPPED_BACKLOG capped jobs: $rate single-job transactions/s for ${BENCH_SNAPSHOT_SECONDS}s, without and with a snapshot held ($hold)"
+    compact_jobs
+    snapshot_run "c${k}none" "$rate" none
+    capped_held || fail "the capped backlog changed during run c${k}none"
+    compact_jobs
+    snapshot_run "c${k}held" "$rate" "$hold"
+    capped_held || fail "the capped backlog changed during run c${k}held"
+    result "snap_c${k}_rate" "$rate"
+    result "snap_c${k}_hold" "$hold"
+  done
+  # The phases after this one start without the backlog.
+  jb_sql "SELECT jobbuf_drop_queue('bench_capped', force => true)" >/dev/null
+  jb_redis unlink jobbuf:bench_capped >/dev/null
+  compact_jobs
 }
 
 # --- optional: perf profile of the worker during a drain --------------------------------------
@@ -1164,6 +1223,7 @@ has_phase staging && { say "staging cost (pgbench -M prepared, 8 clients, ${BENC
 has_phase latency && phase_latency
 has_phase sustain && phase_sustain
 has_phase snapshot && phase_snapshot
+has_phase snapshot_capped && phase_snapshot_capped
 has_phase profile && phase_profile
 has_phase activejob && phase_activejob
 has_phase redisprod && phase_redisprod

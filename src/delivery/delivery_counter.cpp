@@ -219,7 +219,9 @@ bool continues_lease_holder(const jobbuf::redis::ContinuityEvidence& evidence)
                      : "");
     }
     commit_worker_transaction();
-    ereport(LOG, (errmsg("jobbuf: the delivery lease of another start lapsed; this start %s it: %s",
+    ereport(LOG, (errmsg("jobbuf: the delivery lease %s; this start %s it: %s",
+                         evidence.lease_free ? "is free but Redis holds the delivery marker of an earlier start"
+                                             : "of another start lapsed",
                          continues ? "continues" : "does not continue", why)));
     return continues;
 }

@@ -36,7 +36,8 @@ TimestampTz delivery_counter_written_at(void);
 // flight, not jobs a copy staged under the same ids.
 bool marker_names_staged_jobs(const jobbuf::redis::MarkerView& marker);
 
-// Whether this start continues the holder of a lapsed lease, in its own transaction: this
+// Whether this start continues the holder of a lapsed lease (or the writer of the markers a free
+// lease left), in its own transaction: this
 // cluster's counter is at least the highest number in Redis (the markers' delivery numbers and the
 // counter the lease carries), or is one behind it with the marker of that number naming jobs
 // staged here as they were pushed (the batch whose commit a crash cut off); a 1.2 holder (no

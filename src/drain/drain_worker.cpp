@@ -169,16 +169,18 @@ long lease_refresh_ms(void)
 // Another cluster holds the delivery lease. The lease of a holder that stopped (a standby
 // promoted after its primary stopped) lapses for this cluster once it has seen it unchanged for
 // its lifetime, twice jobbuf.redis_timeout (session_lease.cpp); a lease still held a
-// jobbuf.redis_timeout after that is a live twin, said in one WARNING (redis_failed). Until then
-// the worker retries quietly.
+// jobbuf.redis_timeout after that is a live twin, said in one WARNING (a problem of its own kind,
+// ended by one LOG line once this cluster holds the lease). Until then the worker retries quietly.
 void lease_held_elsewhere(const char* message)
 {
     TimestampTz now = GetCurrentTimestamp();
     cap_redis_backoff(0);
     if (state->lease_held_since == 0)
         state->lease_held_since = now;
-    if (TimestampDifferenceExceeds(state->lease_held_since, now, 3 * jobbuf_redis_timeout))
-        redis_failed(state->ctx.session, message);
+    if (TimestampDifferenceExceeds(state->lease_held_since, now, 3 * jobbuf_redis_timeout)) {
+        shared_state_set_redis_connected(false);
+        report_problem(ProblemKind::Lease, message);
+    }
     // Looked at again every quarter of jobbuf.redis_timeout, also after the WARNING: the lease
     // lapses for this cluster only once it has seen it unchanged for its lifetime with no gap
     // longer than half of it (session_lease.cpp).
@@ -254,6 +256,25 @@ bool note_lease_taken(void)
     return true;
 }
 
+// The lease was found free (the key lost: a Redis restarted without persistence, FLUSHDB, a 1.2
+// lease's TTL) and taken, at a connection or a refresh: one LOG line when Redis showed an earlier
+// holder (this start's markers, or ones it continues), or none but this cluster had delivered.
+void note_free_lease_taken(void)
+{
+    bool proven = false;
+    if (!jobbuf::redis::drain_session_took_free_lease(state->ctx.session, &proven))
+        return;
+    if (proven)
+        ereport(LOG, (errmsg("jobbuf: the delivery lease was missing from Redis; this start took it again, as it "
+                             "continues the last delivery marker's writer")));
+    else if (loaded_delivery_counter() > 0)
+        ereport(LOG, (errmsg("jobbuf: the delivery lease was missing from Redis, with no delivery marker of this "
+                             "installation left (Redis lost its data); this start took it with nothing to prove "
+                             "(delivery counter " INT64_FORMAT "): another cluster with this identity now finds "
+                             "it held",
+                             loaded_delivery_counter())));
+}
+
 bool ensure_redis(void)
 {
     bool fresh = false;
@@ -281,9 +302,11 @@ bool ensure_redis(void)
         database_failed();
         return false;
     }
+    note_free_lease_taken();
     if (fresh) {
         state->lease_kept_at = GetCurrentTimestamp();  // connecting took the lease
         state->lease_held_since = 0;
+        report_recovered(ProblemKind::Lease, "this cluster holds the delivery lease now");
         cap_redis_backoff(static_cast<int>(lease_refresh_ms()));
         state->reconcile_needed = true;  // a batch may have been cut off by the last disconnect
         state->targets_noted = false;    // another deployment may be behind the URL now
@@ -434,6 +457,7 @@ bool keep_lease(void)
     SessionReport report = jobbuf::redis::drain_session_keep_lease(state->ctx.session, *state->ctx.waiter);
     if (!session_call_succeeded(report))
         return false;
+    note_free_lease_taken();
     state->lease_kept_at = now;
     state->lease_held_since = 0;
     cap_redis_backoff(static_cast<int>(lease_refresh_ms()));

@@ -122,11 +122,15 @@ void drain_session_set_lease_counter(DrainSession* session, std::int64_t committ
 // holder (and the connection is dropped now so that there is a next one).
 void drain_session_request_take_over(DrainSession* session) noexcept;
 
-// True when the last connect returned Held because a lapsed lease awaits the Postgres side's
-// verdict: does this start continue the holder? Answer with drain_session_answer_continuity,
+// True when the last connect returned Held because a lapsed lease (or a free one, with markers in
+// Redis) awaits the Postgres side's verdict: does this start continue the holder? Answer with drain_session_answer_continuity,
 // then connect again.
 bool drain_session_continuity_question(const DrainSession* session, ContinuityEvidence* evidence) noexcept;
 void drain_session_answer_continuity(DrainSession* session, bool continues) noexcept;
+
+// After a connection or a refresh that took a free lease (the key absent): true once, with
+// whether markers in Redis showed an earlier holder that this start continues (false: none left).
+bool drain_session_took_free_lease(DrainSession* session, bool* proven) noexcept;
 
 // After a connection that took another start's lease (lapsed, or by jobbuf_take_over()): true
 // once, with whether it was forced, the highest delivery number of the markers then in Redis, and

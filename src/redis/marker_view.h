@@ -18,15 +18,18 @@ struct MarkerView {
     bool own;     // written by this start (the same lease value)
 };
 
-// What a connection found when another start's lease had lapsed: the marker with the highest
-// delivery number (found false: none), and whether the holder's name without its start is this
-// cluster's (host, port, data directory, system identifier: 1.2's rule, for a 1.2 marker).
-// lease_counter: the committed delivery counter the lapsed lease carried (0: none).
+// What a connection found when another start's lease had lapsed, or the lease was free with
+// markers in Redis: the marker with the highest delivery number (found false: none), and whether
+// the holder's name without its start is this cluster's (host, port, data directory, system
+// identifier: 1.2's rule, for a 1.2 marker).
+// lease_counter: the committed delivery counter the lapsed lease carried (0: none). lease_free: the
+// lease was free (no key) and the markers alone are the evidence (then found, numbered).
 struct ContinuityEvidence {
     bool found;
     MarkerView marker;
     bool same_cluster_name;
     std::int64_t lease_counter;
+    bool lease_free;
 };
 
 }  // namespace jobbuf::redis

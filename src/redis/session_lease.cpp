@@ -16,6 +16,12 @@
 // reconnected first took it); the holder, which retries at least every half lifetime while it
 // holds the lease (drain_worker.cpp), refreshes it first after the outage. A stopped holder keeps a
 // successor waiting one lifetime of Redis being reachable.
+// A free lease (the key absent: a Redis restarted without persistence, FLUSHDB, a 1.2 lease whose
+// TTL ran out) is taken at once only when Redis holds no evidence of an earlier holder: no marker
+// with a delivery number, or only this start's own. Otherwise the same continuity test as for a
+// lapsed lease applies (a clone that reconnects first after the key was lost stays held). With
+// nothing left at all (markers lost too), the first start to look takes it: no evidence is left
+// to tell a later start from a copy, and a copy beside it then finds it held.
 // On a Redis Cluster the lease key lives in its own hash slot (CRC16 of the key), on the master
 // that serves it (the round trip follows MOVED and ASK, cluster/cluster_links.h). Connecting asks
 // for the slot map and takes the lease over links not yet fenced, and fences them only once the
@@ -37,13 +43,16 @@ namespace {
 
 // KEYS[1] the lease, ARGV[1] this start's name, ARGV[2] the value this session saw lapse ("":
 // none), ARGV[3] "1" to take it from any holder (jobbuf_take_over()), ARGV[4] the suffix carrying
-// this start's committed delivery counter (";<counter>", or ""). Returns {1, ''} when taken
-// (free), {2, ''} when refreshed, {3, <old>} when taken over after it lapsed, {4, <old>} when
-// taken from a holder by request, {0, <value>} when another holds it. A 1.2 value (no "#<n>", a
-// TTL) counts as refresh 0 of its holder; SET drops its TTL.
+// this start's committed delivery counter (";<counter>", or ""), ARGV[5] "1" when a free lease
+// may be taken. Returns {1, ''} when taken (free), {5, ''} when free and not to be taken yet,
+// {2, ''} when refreshed, {3, <old>} when taken over after it lapsed, {4, <old>} when taken from a
+// holder by request, {0, <value>} when another holds it. A 1.2 value (no "#<n>", a TTL) counts as
+// refresh 0 of its holder; SET drops its TTL.
 constexpr const char* kTakeLease =
     "local v = redis.call('GET', KEYS[1]) "
-    "if v == false then redis.call('SET', KEYS[1], ARGV[1] .. '#1' .. ARGV[4]) return {1, ''} end "
+    "if v == false then "
+    "  if ARGV[5] ~= '1' then return {5, ''} end "
+    "  redis.call('SET', KEYS[1], ARGV[1] .. '#1' .. ARGV[4]) return {1, ''} end "
     "local holder, n = string.match(v, '^(.*)#(%d+);%d+$') "
     "if holder == nil then holder, n = string.match(v, '^(.*)#(%d+)$') end "
     "if holder == nil then holder = v n = '0' end "
@@ -138,6 +147,22 @@ const MarkerView* highest_marker(const DrainSession* session)
     return best;
 }
 
+// The evidence of an earlier holder of a free lease, from the markers just read: the highest
+// numbered marker's number, digest and writer ("" when there is none: no marker, or only 1.2 ones,
+// which carry no number). *writer names its writer, *own whether this start wrote it.
+std::string free_lease_evidence(const DrainSession* session, std::string* writer, bool* own)
+{
+    const MarkerValue* best = nullptr;
+    for (const MarkerValue& m : session->markers)
+        if (!m.legacy && (best == nullptr || m.number > best->number))
+            best = &m;
+    *own = best != nullptr && best->writer == session->lease_value;
+    *writer = best != nullptr ? best->writer : "";
+    return best == nullptr ? ""
+                           : "free;" + std::to_string(best->number) + ";" + std::to_string(best->digest) + ";" +
+                                 best->writer;
+}
+
 std::string held_message(const DrainSession* session, const std::string& value)
 {
     return "another PostgreSQL cluster with this database's jobbuf installation identity delivers its jobs to "
@@ -176,6 +201,7 @@ SessionReport take_lease(DrainSession* session, IoWaiter& waiter, bool* taken)
     if (!lapsed.empty() && !force && session->continuity_for != lapsed) {
         session->continuity = DrainSession::Continuity::Unknown;
         session->continuity_for = lapsed;
+        session->continuity_free = false;
     }
     if (force || (!lapsed.empty() && session->continuity == DrainSession::Continuity::Unknown)) {
         SessionReport read = read_markers(session, waiter, false);
@@ -188,17 +214,52 @@ SessionReport take_lease(DrainSession* session, IoWaiter& waiter, bool* taken)
             return report_of(SessionReport::Status::Held, held_message(session, lapsed));
         }
     }
-    if (force || session->continuity != DrainSession::Continuity::Proven)
+    if (force || session->continuity_free || session->continuity != DrainSession::Continuity::Proven)
         lapsed.clear();
-    CommandPipeline pipeline;
     std::string carried = session->lease_counter > 0 ? ";" + std::to_string(session->lease_counter) : "";
-    pipeline.add(
-        {"EVAL", kTakeLease, "1", session->lease_key, session->lease_value, lapsed, force ? "1" : "", carried});
-    std::vector<RedisReply> replies;
     int hash_slot = session->is_cluster() ? key_slot(session->lease_key) : -1;
-    RedisStatus status = session_round_trip(session, hash_slot, pipeline, &replies, session->timeout_ms, waiter);
-    if (!status.ok())
-        return report_failure(status, "taking the delivery lease");
+    std::vector<RedisReply> replies;
+    bool free_proven = false;
+    // At most twice: a free lease found without permission to take it is taken on the second
+    // round trip once the markers show no earlier holder, or one this start continues.
+    for (bool may_take_free = force;; may_take_free = true) {
+        CommandPipeline pipeline;
+        pipeline.add({"EVAL", kTakeLease, "1", session->lease_key, session->lease_value, lapsed, force ? "1" : "",
+                      carried, may_take_free ? "1" : ""});
+        replies.clear();
+        RedisStatus status =
+            session_round_trip(session, hash_slot, pipeline, &replies, session->timeout_ms, waiter);
+        if (!status.ok())
+            return report_failure(status, "taking the delivery lease");
+        const RedisReply& found = replies.at(0);
+        if (may_take_free || found.is_error() || found.elements.size() != 2 || found.elements[0].integer != 5)
+            break;
+        // Free: the markers (nothing is written before the lease is taken) say whether a start
+        // delivered before. None with a number, or this start's own: taken at once.
+        SessionReport read = read_markers(session, waiter, false);
+        if (read.status != SessionReport::Status::Ok)
+            return read;
+        std::string writer;
+        bool own = false;
+        std::string evidence = free_lease_evidence(session, &writer, &own);
+        free_proven = !evidence.empty();
+        if (evidence.empty() || own)
+            continue;
+        if (session->continuity_for != evidence) {
+            session->continuity = DrainSession::Continuity::Unknown;
+            session->continuity_for = evidence;
+            session->continuity_free = true;
+        }
+        if (session->continuity == DrainSession::Continuity::Proven)
+            continue;
+        // Asked once per evidence; refuted, held with the message a lease of that writer gives.
+        if (session->continuity != DrainSession::Continuity::Refuted)
+            session->continuity = DrainSession::Continuity::Asked;
+        session->observed_lease.clear();
+        session->connection.close();
+        session->cluster.forget();
+        return report_of(SessionReport::Status::Held, held_message(session, writer));
+    }
     const RedisReply& reply = replies.at(0);
     // Redis wants a password: the fence that follows says so (connection_fence.h).
     if (reply.is_error() && reply.str.rfind("NOAUTH", 0) == 0)
@@ -218,6 +279,10 @@ SessionReport take_lease(DrainSession* session, IoWaiter& waiter, bool* taken)
     long long code = reply.elements[0].integer;
     if (code != 0) {
         *taken = code != 2;
+        if (code == 1) {
+            session->took_free = true;
+            session->took_free_proven = free_proven;
+        }
         if (code == 3 || code == 4) {
             session->took_over = true;
             session->took_over_forced = code == 4;
@@ -227,6 +292,7 @@ SessionReport take_lease(DrainSession* session, IoWaiter& waiter, bool* taken)
         session->take_over = false;
         session->continuity = DrainSession::Continuity::Unknown;
         session->continuity_for.clear();
+        session->continuity_free = false;
         session->observed_lease.clear();
         return {};
     }
@@ -282,8 +348,10 @@ bool drain_session_continuity_question(const DrainSession* session, ContinuityEv
         const MarkerView* best = highest_marker(session);
         evidence->found = best != nullptr;
         evidence->marker = best != nullptr ? *best : MarkerView{nullptr, 0, 0, 0, false, false};
-        evidence->lease_counter = counter_of(session->continuity_for);
+        evidence->lease_free = session->continuity_free;
+        evidence->lease_counter = session->continuity_free ? 0 : counter_of(session->continuity_for);
         evidence->same_cluster_name =
+            !session->continuity_free &&
             without_start(holder_of(session->continuity_for)) == without_start(session->lease_value);
         return true;
     } catch (...) {
@@ -295,6 +363,15 @@ void drain_session_answer_continuity(DrainSession* session, bool continues) noex
 {
     if (session->continuity == DrainSession::Continuity::Asked)
         session->continuity = continues ? DrainSession::Continuity::Proven : DrainSession::Continuity::Refuted;
+}
+
+bool drain_session_took_free_lease(DrainSession* session, bool* proven) noexcept
+{
+    if (!session->took_free)
+        return false;
+    session->took_free = false;
+    *proven = session->took_free_proven;
+    return true;
 }
 
 bool drain_session_took_over(DrainSession* session, bool* forced, std::int64_t* highest, char* from,

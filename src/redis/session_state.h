@@ -79,9 +79,14 @@ public:
     std::vector<MarkerView> marker_views;
     // A lapsed lease is taken only by a start that continues its holder: the Postgres side answers
     // (drain_session_continuity_question) for the lapsed value continuity_for.
+    // A free lease with numbered markers in Redis needs the same proof: continuity_for then names
+    // that evidence (the highest marker's number, digest and writer) and continuity_free is set.
     enum class Continuity { Unknown, Asked, Proven, Refuted };
     Continuity continuity = Continuity::Unknown;
     std::string continuity_for;
+    bool continuity_free = false;
+    bool took_free = false;         // the last connection or refresh took a free lease, not yet told
+    bool took_free_proven = false;  // ... with markers in Redis: this start's own, or ones it continues
     bool take_over = false;        // jobbuf_take_over(): the next connection takes the lease from any holder
     bool took_over = false;        // the last connection took the lease over (lapsed or forced), not yet told
     bool took_over_forced = false;

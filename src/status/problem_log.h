@@ -7,8 +7,9 @@
 // Settings: a Redis setting that cannot be used (refused, unreadable password file); RedisMemory,
 // RedisEviction, RedisInfo: the memory guard's (a Redis at jobbuf.redis_memory_limit, one that
 // evicts, one that refuses INFO; delivery/memory_room.h); Target: a queue whose target the Redis
-// in use cannot carry (a Cluster).
-enum class ProblemKind { Redis, Database, Config, Settings, RedisMemory, RedisEviction, RedisInfo, Target };
+// in use cannot carry (a Cluster); Lease: another cluster holds the delivery lease (its own kind, so
+// that an earlier Redis problem, a connection the other fenced, does not delay its one WARNING).
+enum class ProblemKind { Redis, Database, Config, Settings, RedisMemory, RedisEviction, RedisInfo, Lease, Target };
 constexpr int kProblemKinds = static_cast<int>(ProblemKind::Target) + 1;  // keep Target last
 
 // Reports a problem at WARNING (see above); always recorded in jobbuf_worker_status().last_error.

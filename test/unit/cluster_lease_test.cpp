@@ -235,6 +235,63 @@ TEST_F(ClusterLeaseTest, LapsedLeaseStaysHeldForAStartThatDoesNotContinueItUntil
     EXPECT_EQ(drain_session_unit_number(clone.get()), 3) << "numbers go on above the highest in Redis";
 }
 
+// A free lease (the key lost) with the markers kept: a start that did not write them is asked, as
+// for a lapsed lease (once for that evidence), and stays held when it does not continue their
+// writer; the writer's start takes it again at once. With the markers lost too, the first start to
+// look takes it with nothing to prove, and the other then finds it held.
+TEST_F(ClusterLeaseTest, FreeLeaseIsTakenOnlyWithTheProofTheMarkersAsk)
+{
+    Session original = session("original start 1");
+    bool fresh = false;
+    bool proven = true;
+    ASSERT_EQ(connect(original.get(), &fresh).status, SessionReport::Status::Ok);
+    ASSERT_TRUE(drain_session_took_free_lease(original.get(), &proven));
+    EXPECT_FALSE(proven) << "a fresh installation: nothing to prove";
+    ASSERT_EQ(deliver(original.get(), 7).status, SessionReport::Status::Ok);
+    ASSERT_EQ(deliver(original.get(), 8).status, SessionReport::Status::Ok);
+    ASSERT_EQ(command(admin_, {"DEL", kLeaseKey}).integer, 1);
+
+    Session clone = session("original start 2");
+    drain_session_note_counter(clone.get(), 1);  // copied before the original's last batch
+    int questions = 0;
+    for (int i = 0; i < 4; ++i) {
+        SessionReport report = connect(clone.get(), &fresh);
+        ASSERT_EQ(report.status, SessionReport::Status::Held) << report.message;
+        EXPECT_NE(std::string(report.message).find("(original start 1)"), std::string::npos) << report.message;
+        ContinuityEvidence evidence{};
+        if (drain_session_continuity_question(clone.get(), &evidence)) {
+            ++questions;
+            EXPECT_TRUE(evidence.lease_free);
+            EXPECT_TRUE(evidence.found);
+            EXPECT_EQ(evidence.marker.number, 2);
+            EXPECT_EQ(evidence.lease_counter, 0);
+            EXPECT_FALSE(evidence.same_cluster_name);
+            drain_session_answer_continuity(clone.get(), false);
+        }
+    }
+    EXPECT_EQ(questions, 1) << "asked once for that evidence";
+    EXPECT_EQ(command(admin_, {"EXISTS", kLeaseKey}).integer, 0) << "the clone left the free lease alone";
+    EXPECT_FALSE(drain_session_took_free_lease(clone.get(), &proven));
+
+    // The original's refresh finds it free: the marker is its own, taken again at once.
+    ASSERT_EQ(drain_session_keep_lease(original.get(), waiter_).status, SessionReport::Status::Ok);
+    EXPECT_EQ(command(admin_, {"GET", kLeaseKey}).str, "original start 1#1");
+    ASSERT_TRUE(drain_session_took_free_lease(original.get(), &proven));
+    EXPECT_TRUE(proven);
+
+    // Everything lost: the first start to look takes it; the other is then held.
+    ASSERT_FALSE(command(admin_, {"FLUSHALL"}).is_error());
+    SessionReport report = connect(clone.get(), &fresh);
+    ASSERT_EQ(report.status, SessionReport::Status::Ok) << report.message;
+    EXPECT_EQ(command(admin_, {"GET", kLeaseKey}).str, "original start 2#1");
+    ASSERT_TRUE(drain_session_took_free_lease(clone.get(), &proven));
+    EXPECT_FALSE(proven);
+    drain_session_disconnect(original.get());
+    report = connect(original.get(), &fresh);
+    EXPECT_EQ(report.status, SessionReport::Status::Held) << report.message;
+    EXPECT_NE(std::string(report.message).find("(original start 2)"), std::string::npos) << report.message;
+}
+
 }  // namespace
 
 // A delivery number is used up only by a unit that ran (a unit Redis refuses whole leaves no gap),
