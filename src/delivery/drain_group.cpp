@@ -92,11 +92,12 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q, QueueProgre
     jobbuf::redis::MemoryRoom room;
     if (!memory_room_for(ctx, q, &room, &result))
         return result;
-    // max_rate counts the group's jobs: never more than its token bucket holds (0: the claim's default size).
+    // max_rate counts the group's jobs: a group waits until the token bucket holds it (0: the
+    // claim's default size).
     int limit = q->batch_size;
     bool limited = jobbuf::redis::queue_target_max_in_redis(q->target) > 0;
     int bounded = limit > 0 ? limit : kGroupDefaultSize;
-    if (!rate_room_for(q, &bounded, &result))
+    if (!rate_room_for_group(q, &bounded, &result))
         return result;
     limited = limited || bounded < (limit > 0 ? limit : kGroupDefaultSize);
     // 1. Claim and commit, so that the consumer that pops the message sees the group.
