@@ -25,9 +25,10 @@ extern "C" {
 
 namespace {
 
-// How many keyed entries the walk for jobs without a partition key may step past in a batch: a
-// batch's worth while it finds such jobs, a probe's worth once a batch found none (a queue whose
-// jobs all have a key pays that much, not a second walk over every job).
+// How many index entries the walk for jobs without a partition key may step past in a batch (a
+// keyed job's, a delivered job's not yet vacuumed, one not due): a batch's worth while it finds
+// such jobs, a probe's worth once a batch found none (a queue whose jobs all have a key pays that
+// much, not a second walk over every job).
 constexpr uint64 kUnkeyedProbe = 64;
 
 // A set made by a take whose batch has not committed (yet, or ever): freed by the next take.
@@ -81,7 +82,7 @@ struct FairTake {
     IndexScanDesc waiting_scan;
     int64 unkeyed_after;
     bool unkeyed_live;
-    uint64 unkeyed_budget;  // keyed entries the walk may still step past in this batch
+    uint64 unkeyed_budget;  // entries (keyed, gone, not ready) the walk may still step past in this batch
     bool unkeyed_found;     // it took a job
     // The partitions, walked in jobs_partition_waiting.
     Relation partitions;
@@ -115,23 +116,27 @@ void unkeyed_turn(FairTake* f, bool fill)
     ScanKeyEntryInitialize(&keys[2], 0, 3, BTGreaterStrategyNumber, InvalidOid, InvalidOid, F_INT8GT,
                            Int64GetDatum(f->unkeyed_after));
     index_rescan(f->waiting_scan, keys, 3, nullptr, 0);
-    while (index_getnext_slot(f->waiting_scan, ForwardScanDirection, f->take.slot)) {
-        slot_getallattrs(f->take.slot);
-        int64 id = DatumGetInt64(f->take.slot->tts_values[kJobsId - 1]);
-        if (!f->take.slot->tts_isnull[kJobsPartitionKey - 1]) {
-            f->unkeyed_after = id;
-            if (--f->unkeyed_budget == 0) {
-                f->unkeyed_live = false;  // the next batch walks on from here
-                return;
-            }
-            continue;
+    // Entry by entry, the id read from the index: an entry whose job is gone (delivered since the
+    // last vacuum) counts against the budget too, and the walk moves past it.
+    while (index_getnext_tid(f->waiting_scan, ForwardScanDirection) != nullptr) {
+        bool isnull = false;
+        int64 id = DatumGetInt64(index_getattr(f->waiting_scan->xs_itup, 3, f->waiting_scan->xs_itupdesc, &isnull));
+        RowTake step = RowTake::PassedOver;
+        if (index_fetch_heap(f->waiting_scan, f->take.slot)) {
+            slot_getallattrs(f->take.slot);
+            if (f->take.slot->tts_isnull[kJobsPartitionKey - 1])
+                step = direct_take_row(&f->take, *f->target, f->bounds, f->taken);
         }
-        RowTake step = direct_take_row(&f->take, *f->target, f->bounds, f->taken);
         if (step != RowTake::Full)
             f->unkeyed_after = id;
-        f->unkeyed_found |= step == RowTake::Taken || step == RowTake::TakenFull;
-        if (batch_full(f, step) || (step == RowTake::Taken && !fill))
+        bool taken = step == RowTake::Taken || step == RowTake::TakenFull;
+        f->unkeyed_found |= taken;
+        if (batch_full(f, step) || (taken && !fill))
             return;
+        if (!taken && --f->unkeyed_budget == 0) {
+            f->unkeyed_live = false;  // the next batch walks on from here
+            return;
+        }
     }
     f->unkeyed_live = false;
 }
@@ -296,6 +301,7 @@ bool take_jobs_fairly(const char* queue, const jobbuf::redis::TargetTraits& targ
     f.unkeyed_budget =
         progress->partitions == nullptr || progress->partitions->unkeyed_found ? f.limit : Min(f.limit, kUnkeyedProbe);
     f.waiting_scan = direct_take_scan(&f.take, f.waiting, 3);
+    f.waiting_scan->xs_want_itup = true;  // each entry's id, read from the index
     f.partition_scan = direct_take_scan(&f.take, f.partitions, 3);
     f.discover_scan = direct_take_scan(&f.take, f.partitions, 2);
     f.discover_scan->xs_want_itup = true;  // the partition key, read from the index (index-only)
