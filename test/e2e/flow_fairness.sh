@@ -27,7 +27,7 @@ entries_before=$LONE_ENTRY
 check "the lone job is in the stream" test -n "$entries_before"
 say "the lone job is entry $entries_before of the stream (batch_size $batch)"
 expect_le "the lone job is among the first 2 × batch_size entries pushed" "${entries_before:-999999999}" $((2 * batch))
-wait_staged 0
+jb_wait_until "[ \"\$(jb_sql 'SELECT count(*) FROM jobbuf.jobs')\" = 0 ]" 600 || fail "the backlog was not delivered within 600 s"
 expect_eq "every job delivered once" "$(jb_redis XLEN jobbuf:mix)" $((BACKLOG + 1))
 jb_redis DEL jobbuf:mix >/dev/null
 
@@ -41,7 +41,7 @@ for q in heavy light; do
     fail "staging 20,000 jobs in $q"
 done
 set_and_reload jobbuf.enabled on || fail "jobbuf.enabled is on"
-wait_staged 0
+jb_wait_until "[ \"\$(jb_sql 'SELECT count(*) FROM jobbuf.jobs')\" = 0 ]" 120 || fail "the weighted jobs were not delivered within 120 s"
 first=$(jb_redis XRANGE jobbuf:weighted - + COUNT $((8 * batch)))
 heavy=$(grep -c '"q": "heavy"' <<<"$first" || true)
 light=$(grep -c '"q": "light"' <<<"$first" || true)
