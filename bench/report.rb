@@ -142,20 +142,27 @@ if num(r["lat_idle_p50"])
   end
 end
 # Held snapshot (docs/storage.md): the same single-job load without and with a snapshot held.
-phase = "snapshot"
-(1..9).each do |k|
-  next unless num(r["snap_s#{k}held_p50"]) && num(r["snap_s#{k}none_p50"])
-  n, h = "snap_s#{k}none", "snap_s#{k}held"
-  tag = "snapshot #{r["snap_s#{k}_rate"]}/s, hold #{r["snap_s#{k}_hold"]}"
+# One held-snapshot run against the same load without a snapshot (n, h: their result prefixes):
+# the latency and size goals, then what both phases print. Returns the held run's p99 and size (kB).
+snapshot_rows = lambda do |tag, n, h|
   np99, hp99 = num(r["#{n}_p99"]), num(r["#{h}_p99"])
   add.("#{tag}: p50 / p99 (ms)", "#{fmt(num(r["#{h}_p50"]))} / #{fmt(hp99)}", "no snapshot", "#{fmt(num(r["#{n}_p50"]))} / #{fmt(np99)}",
        np99 > 0 ? hp99 / np99 : nil, "p99 within 2x", np99 > 0 ? hp99 <= 2 * np99 : nil)
   add.("#{tag}: max latency (ms)", num(r["#{h}_max"]), "no snapshot", num(r["#{n}_max"]), nil, "< 100 ms", num(r["#{h}_max"]) < 100)
   hb, nb = num(r["#{h}_max_bytes"]) / 1024, num(r["#{n}_max_bytes"]) / 1024
   add.("#{tag}: largest jobbuf.jobs (kB)", hb, "no snapshot", nb, nb > 0 ? hb / nb : nil, "within 4x", nb > 0 ? hb <= 4 * nb : nil)
+  if num(r["#{h}_end_bytes"])
+    add.("#{tag}: jobbuf.jobs at the end (kB)", num(r["#{h}_end_bytes"]) / 1024, "no snapshot", num(r["#{n}_end_bytes"]) / 1024, nil, "(info)", nil)
+  end
   add.("#{tag}: most dead tuples", num(r["#{h}_max_dead"]), "no snapshot", num(r["#{n}_max_dead"]), nil, "(info)", nil)
   add.("#{tag}: rotations", r["#{h}_rotations"].to_s, "no snapshot", r["#{n}_rotations"].to_s, nil, "(info)", nil)
   add.("#{tag}: catch-up after release (ms)", r["#{h}_catchup_ms"].to_s, "no snapshot", r["#{n}_catchup_ms"].to_s, nil, "(info)", nil)
+  [hp99, hb]
+end
+phase = "snapshot"
+(1..9).each do |k|
+  next unless num(r["snap_s#{k}held_p50"]) && num(r["snap_s#{k}none_p50"])
+  snapshot_rows.("snapshot #{r["snap_s#{k}_rate"]}/s, hold #{r["snap_s#{k}_hold"]}", "snap_s#{k}none", "snap_s#{k}held")
 end
 # Held snapshot beside a capped backlog (docs/storage.md, docs/flow.md): the snapshot phase's loads
 # with BENCH_CAPPED_BACKLOG jobs held back by max_in_redis, without and with the snapshot, then the
@@ -164,19 +171,10 @@ phase = "snapshot_capped"
 backlog = num(r["snap_c_backlog"])
 (1..9).each do |k|
   next unless backlog && num(r["snap_c#{k}held_p50"]) && num(r["snap_c#{k}none_p50"])
-  n, h = "snap_c#{k}none", "snap_c#{k}held"
+  h = "snap_c#{k}held"
   rate, hold = r["snap_c#{k}_rate"], r["snap_c#{k}_hold"]
   tag = "snapshot #{rate}/s, hold #{hold}, #{fmt(backlog)} capped"
-  np99, hp99 = num(r["#{n}_p99"]), num(r["#{h}_p99"])
-  add.("#{tag}: p50 / p99 (ms)", "#{fmt(num(r["#{h}_p50"]))} / #{fmt(hp99)}", "no snapshot", "#{fmt(num(r["#{n}_p50"]))} / #{fmt(np99)}",
-       np99 > 0 ? hp99 / np99 : nil, "p99 within 2x", np99 > 0 ? hp99 <= 2 * np99 : nil)
-  add.("#{tag}: max latency (ms)", num(r["#{h}_max"]), "no snapshot", num(r["#{n}_max"]), nil, "< 100 ms", num(r["#{h}_max"]) < 100)
-  hb, nb = num(r["#{h}_max_bytes"]) / 1024, num(r["#{n}_max_bytes"]) / 1024
-  add.("#{tag}: largest jobbuf.jobs (kB)", hb, "no snapshot", nb, nb > 0 ? hb / nb : nil, "within 4x", nb > 0 ? hb <= 4 * nb : nil)
-  add.("#{tag}: jobbuf.jobs at the end (kB)", num(r["#{h}_end_bytes"]) / 1024, "no snapshot", num(r["#{n}_end_bytes"]) / 1024, nil, "(info)", nil)
-  add.("#{tag}: most dead tuples", num(r["#{h}_max_dead"]), "no snapshot", num(r["#{n}_max_dead"]), nil, "(info)", nil)
-  add.("#{tag}: rotations", r["#{h}_rotations"].to_s, "no snapshot", r["#{n}_rotations"].to_s, nil, "(info)", nil)
-  add.("#{tag}: catch-up after release (ms)", r["#{h}_catchup_ms"].to_s, "no snapshot", r["#{n}_catchup_ms"].to_s, nil, "(info)", nil)
+  hp99, hb = snapshot_rows.(tag, "snap_c#{k}none", h)
   # The snapshot phase's run of the same load, side by side.
   s = (1..9).find { |j| r["snap_s#{j}_rate"] == rate && r["snap_s#{j}_hold"] == hold && num(r["snap_s#{j}held_p50"]) }
   next unless s
@@ -259,6 +257,13 @@ if (plain = num(r["flow_plain"]))
        "cap/none >= 0.9", cap && cap / plain >= 0.9)
   add.("list drain with max_rate above the drain (jobs/s)", rate, "no option", plain, rate && rate / plain,
        "rate/none >= 0.95", rate && rate / plain >= 0.95)
+end
+
+if (plain = num(r["fair_plain"]))
+  phase = "fair"
+  one, many = num(r["fair_one"]), num(r["fair_many"])
+  add.("list drain, fair_by, 1 partition (jobs/s)", one, "no option", plain, one && one / plain, "(info)", nil)
+  add.("list drain, fair_by, a partition per job (jobs/s)", many, "no option", plain, many && many / plain, "(info)", nil)
 end
 
 if (n = r["sched_count"]) && num(r["sched_#{n}_idle_cpu"])

@@ -23,7 +23,7 @@
 #                                  snapshot phase's loads run, without and with their snapshot
 #   BENCH_CAPPED_MAX [1000]        that queue's max_in_redis (no consumer: the cap's worth sits in Redis)
 #   BENCH_CAPPED_RUNS [BENCH_SNAPSHOT_RUNS]  RATE:HOLD pairs of the "snapshot_capped" phase
-#   BENCH_PHASES [baseline drain staging latency sustain snapshot snapshot_capped activejob redisprod cluster frameworks databases clients scrape queues schedules flow]
+#   BENCH_PHASES [baseline drain staging latency sustain snapshot snapshot_capped activejob redisprod cluster frameworks databases clients scrape queues schedules flow fair]
 #                                  a subset to run; add "profile" for a perf profile
 #   BENCH_BASELINE_ROUNDS [2]      rounds of the "baseline" phase: this build and release 1.2 (commit 6738a34) installed in
 #                                  turn (current, 1.2, then 1.2, current, ...), each measured with the drain phase's list
@@ -66,7 +66,7 @@ BENCH_LAT_SECONDS=${BENCH_LAT_SECONDS:-10}
 BENCH_SUSTAIN_SECONDS=${BENCH_SUSTAIN_SECONDS:-60}
 BENCH_SUSTAIN_RATE=${BENCH_SUSTAIN_RATE:-}
 BENCH_FSYNC=${BENCH_FSYNC:-off}
-BENCH_DEFAULT_PHASES="baseline drain staging latency sustain snapshot snapshot_capped activejob redisprod cluster frameworks databases clients scrape queues schedules flow"
+BENCH_DEFAULT_PHASES="baseline drain staging latency sustain snapshot snapshot_capped activejob redisprod cluster frameworks databases clients scrape queues schedules flow fair"
 BENCH_PHASES=${BENCH_PHASES:-$BENCH_DEFAULT_PHASES}
 BENCH_BASELINE_ROUNDS=${BENCH_BASELINE_ROUNDS:-2}
 BENCH_REDIS_MAXMEMORY=${BENCH_REDIS_MAXMEMORY:-1gb}
@@ -251,8 +251,14 @@ settle() {  # a clean starting point: statistics, hint bits and visibility map s
 }
 
 # prestage TABLE QUEUE COUNT: COUNT jobs of the benchmark payload in one transaction.
+# PRESTAGE_PARTITION, when set, is the SQL for each job's partition_key (of g, 1..COUNT).
 prestage() {
-  jb_sql "INSERT INTO $1 (queue, payload) SELECT '$2', bench.payload(g) FROM generate_series(1, $3) g" >/dev/null
+  if [ -n "${PRESTAGE_PARTITION:-}" ]; then
+    jb_sql "INSERT INTO $1 (queue, payload, partition_key)
+            SELECT '$2', bench.payload(g), $PRESTAGE_PARTITION FROM generate_series(1, $3) g" >/dev/null
+  else
+    jb_sql "INSERT INTO $1 (queue, payload) SELECT '$2', bench.payload(g) FROM generate_series(1, $3) g" >/dev/null
+  fi
   settle "$1"
 }
 
@@ -1187,6 +1193,30 @@ phase_flow() {
   for name in plain cap rate; do result "flow_${name}" "${best[$name]}"; done
 }
 
+# --- fair: what fair_by costs the drain ----------------------------------------------------------
+# The list drain of BENCH_JOBS jobs, interleaved in each round: no option (the queue's jobs in id
+# order); fair_by "partition_key" with every job in one partition; fair_by with every job in a
+# partition of its own (BENCH_JOBS partitions: a million by default).
+phase_fair() {
+  local round name
+  local -A best=()
+  jb_sql "SELECT jobbuf_create_queue('bench_fair', 'list', if_not_exists => true)" >/dev/null
+  for round in 1 2; do
+    for name in plain one many; do
+      case $name in
+        plain) jb_sql "UPDATE jobbuf.queues SET options = '{}' WHERE name = 'bench_fair'" >/dev/null; PRESTAGE_PARTITION= ;;
+        one) jb_sql "SELECT jobbuf_alter_queue('bench_fair', '{\"fair_by\": \"partition_key\"}')" >/dev/null; PRESTAGE_PARTITION="'p'" ;;
+        many) PRESTAGE_PARTITION="'p' || g" ;;
+      esac
+      say "fair, round $round: list drain ($BENCH_JOBS jobs), $name"
+      jobbuf_drain bench_fair jobbuf:bench_fair
+      best[$name]=$(awk -v a="$DRAIN_RATE" -v b="${best[$name]:-0}" 'BEGIN { print (a > b ? a : b) }')
+    done
+  done
+  PRESTAGE_PARTITION=
+  for name in plain one many; do result "fair_${name}" "${best[$name]}"; done
+}
+
 has_phase baseline && phase_baseline   # first: it restarts the cluster and recreates the extension
 has_phase drain && phase_drain
 has_phase staging && { say "staging cost (pgbench -M prepared, 8 clients, ${BENCH_STAGE_SECONDS}s per run, worker running)"; phase_staging; }
@@ -1205,6 +1235,7 @@ has_phase scrape && phase_scrape
 has_phase queues && phase_queues
 has_phase schedules && phase_schedules
 has_phase flow && phase_flow
+has_phase fair && phase_fair
 
 say "summary"
 echo "uptime at end: $(uptime)"

@@ -599,7 +599,7 @@ DECLARE
     known constant text[] := ARRAY['key', 'maxlen', 'batch_size', 'max_attempts', 'backoff_base',
         'backoff_max', 'visibility', 'min_batch', 'max_wait', 'max_in_flight', 'order', 'archive',
         'delivery', 'sidekiq_queue', 'group_class', 'namespace', 'sidekiq_version', 'prefix',
-        'bullmq_queue', 'celery_queue', 'max_in_redis', 'max_rate', 'weight'];
+        'bullmq_queue', 'celery_queue', 'max_in_redis', 'max_rate', 'weight', 'fair_by'];
     sidekiq_only constant text[] := ARRAY['sidekiq_queue', 'namespace', 'sidekiq_version'];
 BEGIN
     IF target IS NULL OR target NOT IN ('list', 'stream', 'sidekiq', 'bullmq', 'celery', 'none') THEN
@@ -652,6 +652,17 @@ BEGIN
             IF kind <> 'number' OR v::numeric <= 0 OR v::numeric > 1000000000 THEN
                 RAISE EXCEPTION 'jobbuf: option "max_rate" must be a number of jobs per second above 0 and at most 1000000000, not %', v
                     USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+        ELSIF k = 'fair_by' THEN
+            IF target = 'none' THEN
+                RAISE EXCEPTION 'jobbuf: option "fair_by" applies only to targets the worker pushes to'
+                    USING ERRCODE = 'invalid_parameter_value',
+                          HINT = 'a none queue is claimed with jobbuf_claim, whose partition_key argument claims one partition''s jobs';
+            END IF;
+            IF kind <> 'string' OR v #>> '{}' <> 'partition_key' THEN
+                RAISE EXCEPTION 'jobbuf: option "fair_by" must be "partition_key", not %', v
+                    USING ERRCODE = 'invalid_parameter_value',
+                          HINT = 'fair_by "partition_key" delivers the oldest job of each partition key in turn';
             END IF;
         ELSIF k = 'weight' THEN
             IF target = 'none' THEN
@@ -729,10 +740,10 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'group_class names the Celery task that is called with the group id';
     END IF;
-    IF options->>'delivery' = 'group' AND (options ? 'max_in_redis' OR options ? 'max_rate') THEN
-        RAISE EXCEPTION 'jobbuf: options max_in_redis and max_rate apply to delivery "each" only'
+    IF options->>'delivery' = 'group' AND options ? 'fair_by' THEN
+        RAISE EXCEPTION 'jobbuf: option fair_by applies to delivery "each" only'
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'a group queue pushes one message per claimed group: batch_size bounds its groups';
+                  HINT = 'a group queue pushes one message per claimed group';
     END IF;
     IF (options->>'maxlen') IS NOT NULL AND (options->>'max_in_redis') IS NOT NULL
        AND (options->>'maxlen')::bigint < (options->>'max_in_redis')::bigint THEN

@@ -15,3 +15,7 @@ constexpr long kDepthRecheckMs = 50;
 // none, with result->outcome DepthCapped (or the failure's outcome when the read failed); true
 // at once for a queue without max_in_redis.
 bool depth_room_for(DrainContext* ctx, const ActiveQueue* q, QueueProgress* progress, int* limit, BatchResult* result);
+
+// The same for a queue with delivery "group", in the current transaction: its depth is the jobs
+// of groups pushed and not yet completed or failed, counted in jobbuf.jobs (no Redis read).
+bool group_depth_room_for(const ActiveQueue* q, QueueProgress* progress, int* limit, BatchResult* result);

@@ -21,6 +21,7 @@
 #include "delivery/delivery_stats.h"
 #include "delivery/depth_cap.h"
 #include "delivery/drain_batch.h"
+#include "delivery/fair_taker.h"
 #include "delivery/memory_room.h"
 #include "delivery/job_taker.h"
 #include "delivery/own_keys.h"
@@ -114,12 +115,17 @@ void dead_letter(const TakenBatch& taken, uint64 row, const char* queue, const c
     execute_kept(dead_plan, values, nulls, false, SPI_OK_INSERT, "dead-letter insert");
 }
 
-// Takes the batch into *taken: directly when the table allows it (job_taker.h), otherwise with
-// the batch statement, whose rows go straight into *taken (taken_batch.h). The statement cannot
-// stop at a byte bound: when its rows overflow it, taken->overflowed says to take again with fewer.
-void take_batch(const ActiveQueue* q, int limit, int64 after_id, TakeBounds bounds, TakenBatch* taken)
+// Takes the batch into *taken: by partition for a fair_by queue (fair_taker.h), directly when the
+// table allows it (job_taker.h), otherwise with the batch statement, whose rows go straight into
+// *taken (taken_batch.h), in id order (a table that is not as created loses fair_by's order). The
+// statement cannot stop at a byte bound: when its rows overflow it, taken->overflowed says to take
+// again with fewer.
+void take_batch(const ActiveQueue* q, int limit, const QueueProgress* progress, TakeBounds bounds, TakenBatch* taken)
 {
     const jobbuf::redis::TargetTraits& target = *q->traits;
+    int64 after_id = progress->after_id;
+    if (q->fair_by_partition && take_jobs_fairly(q->name, target, limit, progress, bounds, taken))
+        return;
     if (take_jobs_directly(q->name, target, limit, after_id, bounds, taken))
         return;
     pg_uuid_t* own = static_cast<pg_uuid_t*>(palloc(sizeof(pg_uuid_t)));
@@ -149,6 +155,17 @@ void take_batch(const ActiveQueue* q, int limit, int64 after_id, TakeBounds boun
         elog(ERROR, "jobbuf: taking a batch failed: %s", SPI_result_code_string(rc));
     taken->lowest_passed_over = after_id + 1;  // the statement does not say which rows it passed over
     sort_taken_batch(taken);
+    if (taken->count > 0)
+        taken->cursor_after = taken->jobs[taken->count - 1].id;
+}
+
+// The batch committed: the queue's cursor (and a fair_by queue's partition walks) move past it.
+void batch_committed(QueueProgress* progress, const TakenBatch& taken)
+{
+    if (taken.partitions != nullptr)
+        fair_take_committed(progress, taken);
+    else if (taken.cursor_after > 0)
+        progress->after_id = taken.cursor_after;
 }
 
 }  // namespace
@@ -205,7 +222,7 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
             return result;
         prepare_plans();
         TimestampTz take_start = GetCurrentTimestamp();
-        take_batch(q, limit, progress->after_id, bounds, &taken);
+        take_batch(q, limit, progress, bounds, &taken);
         result.take_us += GetCurrentTimestamp() - take_start;
         if (!taken.overflowed)
             break;
@@ -218,6 +235,7 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
     uint64 count = taken.count;
     if (count == 0) {
         commit_worker_transaction();
+        batch_committed(progress, taken);
         result.outcome = BatchOutcome::Empty;
         return result;
     }
@@ -236,9 +254,8 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
                      text_bytes, static_cast<uint64>(room.limit_bytes));
             dead_letter(taken, 0, q->name, error);
             record_batch(q->name, 0, 1, error);
-            int64 dead_id = jobs[0].id;
             commit_worker_transaction();
-            progress->after_id = dead_id;
+            batch_committed(progress, taken);
             ereport(WARNING, (errmsg("jobbuf: a job of queue \"%s\" moved to jobbuf.dead", q->name),
                               errdetail("%s", error)));
             result.outcome = BatchOutcome::Partial;
@@ -305,11 +322,10 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
     // The unit's delivery number, committed with the batch (delivery_counter.h).
     record_delivery_number(jobbuf::redis::drain_session_unit_number(ctx->session));
     note_delivered_jobs(q->name, jobs, results, count, now_epoch_seconds());
-    int64 last_id = jobs[count - 1].id;
     commit_worker_transaction();
+    batch_committed(progress, taken);
     publish_batch_counters(delivered);
     rate_spent(q, delivered + rejected);
-    progress->after_id = last_id;
     if (rejected > 0) {
         ereport(WARNING, (errmsg("jobbuf: Redis rejected " INT64_FORMAT " job(s) of queue \"%s\"; moved to jobbuf.dead",
                                  rejected, q->name),

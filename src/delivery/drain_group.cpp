@@ -13,8 +13,10 @@
 
 #include "census/queue_census.h"
 #include "delivery/delivery_stats.h"
+#include "delivery/depth_cap.h"
 #include "delivery/drain_group.h"
 #include "delivery/memory_room.h"
+#include "delivery/rate_limit.h"
 #include "worker/worker_transaction.h"
 
 extern "C" {
@@ -30,6 +32,9 @@ using jobbuf::redis::SessionReport;
 using jobbuf::redis::StagedJob;
 
 namespace {
+
+// The size of a group when the queue sets no batch_size: jobbuf.claim's default (41_claim.sql).
+constexpr int kGroupDefaultSize = 100;
 
 SPIPlanPtr group_plan = nullptr;
 SPIPlanPtr release_plan = nullptr;
@@ -80,19 +85,34 @@ char* group_payload(const ActiveQueue* q, const char* group_id, Datum ids, Memor
 
 }  // namespace
 
-BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
+BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q, QueueProgress* progress)
 {
     BatchResult result{};
     // A group message is small: the memory guard only holds it while the node is at its limit.
     jobbuf::redis::MemoryRoom room;
     if (!memory_room_for(ctx, q, &room, &result))
         return result;
+    // max_rate counts the group's jobs: a group waits until the token bucket holds it (0: the
+    // claim's default size).
+    int limit = q->batch_size;
+    bool limited = jobbuf::redis::queue_target_max_in_redis(q->target) > 0;
+    int bounded = limit > 0 ? limit : kGroupDefaultSize;
+    if (!rate_room_for_group(q, &bounded, &result))
+        return result;
+    limited = limited || bounded < (limit > 0 ? limit : kGroupDefaultSize);
     // 1. Claim and commit, so that the consumer that pops the message sees the group.
     if (!begin_delivery_transaction("jobbuf: claiming a group", &result))
         return result;
+    // max_in_redis counts the jobs of groups pushed and not yet completed or failed.
+    if (!group_depth_room_for(q, progress, &bounded, &result)) {
+        commit_worker_transaction();
+        return result;
+    }
+    if (limited)
+        limit = bounded;
     prepare_group_plan();
-    Datum args[2] = {CStringGetTextDatum(q->name), Int32GetDatum(q->batch_size)};
-    char nulls[2] = {' ', static_cast<char>(q->batch_size > 0 ? ' ' : 'n')};
+    Datum args[2] = {CStringGetTextDatum(q->name), Int32GetDatum(limit)};
+    char nulls[2] = {' ', static_cast<char>(limit > 0 ? ' ' : 'n')};
     execute_kept(group_plan, args, nulls, false, SPI_OK_SELECT, "claiming a group");
     if (!queue_list_still_current(&result))
         return result;
@@ -159,6 +179,7 @@ BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q)
         return result;
     }
     jobbuf::redis::drain_session_memory_spent(ctx->session, q->target, message.payload.size(), 1);
+    rate_spent(q, jobs_in_group);
     publish_batch_counters(jobs_in_group);
     note_delivered_count(q->name, jobs_in_group, now_epoch_seconds());
     result.outcome = BatchOutcome::Full;

@@ -7,4 +7,4 @@
 #include "drain/active_queues.h"
 
 // Full when a group was pushed, Empty when nothing could be claimed. Errors propagate.
-BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q);
+BatchResult drain_one_group(DrainContext* ctx, const ActiveQueue* q, QueueProgress* progress);

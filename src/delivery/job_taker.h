@@ -21,3 +21,6 @@
 // table is not in the shape described above.
 bool take_jobs_directly(const char* queue, const jobbuf::redis::TargetTraits& target, int limit, int64 after_id,
                         TakeBounds bounds, TakenBatch* taken);
+
+// True when index is jobs_waiting as created: a valid btree on (queue, owner, id) WHERE group_id IS NULL.
+bool waiting_index_is_pristine(Relation index);

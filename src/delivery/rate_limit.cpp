@@ -50,7 +50,9 @@ double bucket_size(const ActiveQueue* q, double rate)
 
 }  // namespace
 
-bool rate_room_for(const ActiveQueue* q, int* limit, BatchResult* result)
+// Fills q's bucket and waits (RateLimited) until it holds at least needed jobs (at most its
+// size); then lowers *limit to what it holds.
+static bool rate_room_of(const ActiveQueue* q, double needed, int* limit, BatchResult* result)
 {
     double rate = jobbuf::redis::queue_target_max_rate(q->target);
     if (rate <= 0)
@@ -61,13 +63,24 @@ bool rate_room_for(const ActiveQueue* q, int* limit, BatchResult* result)
     if (now > bucket->filled_at)
         bucket->tokens = Min(size, bucket->tokens + rate * static_cast<double>(now - bucket->filled_at) / 1e6);
     bucket->filled_at = now;
-    if (bucket->tokens < 1.0) {
+    needed = Max(1.0, Min(needed, size));
+    if (bucket->tokens < needed) {
         result->outcome = BatchOutcome::RateLimited;
-        result->wait_ms = static_cast<long>((1.0 - bucket->tokens) / rate * 1000.0) + 1;
+        result->wait_ms = static_cast<long>((needed - bucket->tokens) / rate * 1000.0) + 1;
         return false;
     }
     *limit = static_cast<int>(Min(static_cast<double>(*limit), bucket->tokens));
     return true;
+}
+
+bool rate_room_for(const ActiveQueue* q, int* limit, BatchResult* result)
+{
+    return rate_room_of(q, 1.0, limit, result);
+}
+
+bool rate_room_for_group(const ActiveQueue* q, int* size, BatchResult* result)
+{
+    return rate_room_of(q, *size, size, result);
 }
 
 void rate_spent(const ActiveQueue* q, int64 pushed)

@@ -12,5 +12,10 @@
 // with result->outcome RateLimited and *wait_ms until it does; true at once without max_rate.
 bool rate_room_for(const ActiveQueue* q, int* limit, BatchResult* result);
 
+// The same for a group of *size jobs (delivery "group"): false until the bucket holds a whole
+// group (or as many as it can hold), so that groups keep their size instead of shrinking to what
+// trickles in between two looks.
+bool rate_room_for_group(const ActiveQueue* q, int* size, BatchResult* result);
+
 // Takes the jobs a batch pushed out of q's bucket.
 void rate_spent(const ActiveQueue* q, int64 pushed);

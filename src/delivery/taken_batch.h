@@ -48,6 +48,12 @@ struct TakenBatch {
     // early); the jobs beyond count were not kept, and the caller takes the batch again with
     // limit = count.
     bool overflowed;
+    // Where the queue's cursor goes once the batch commits (the last job taken, or for fair_by
+    // the walk of jobs without a partition key); 0: unchanged.
+    int64 cursor_after;
+    // fair_by: where each backlogged partition's walk stands, installed once the batch commits
+    // (queue_progress.h); nullptr for a take in id order.
+    struct PartitionCursors* partitions;
 };
 
 // Makes *batch empty, with room for capacity jobs (in the current memory context).

@@ -233,7 +233,8 @@ static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
         "  ARRAY(SELECT e.value FROM pg_catalog.jsonb_each_text(q.options) e WHERE e.value IS NOT NULL ORDER BY e.key),"
         "  coalesce((q.options OPERATOR(pg_catalog.->>) 'batch_size')::int, 0),"
         "  (q.options OPERATOR(pg_catalog.->>) 'delivery') OPERATOR(pg_catalog.=) 'group',"
-        "  coalesce((q.options OPERATOR(pg_catalog.->>) 'weight')::int, 1)"
+        "  coalesce((q.options OPERATOR(pg_catalog.->>) 'weight')::int, 1),"
+        "  (q.options OPERATOR(pg_catalog.->>) 'fair_by') IS NOT DISTINCT FROM 'partition_key'"
         " FROM jobbuf.queues q"
         " WHERE NOT q.paused AND q.target OPERATOR(pg_catalog.<>) 'none'"
         " ORDER BY q.name",
@@ -276,6 +277,7 @@ static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
         Datum group = SPI_getbinval(tuple, desc, 6, &isnull);
         q->group_delivery = !isnull && DatumGetBool(group);
         q->weight = Max(DatumGetInt32(SPI_getbinval(tuple, desc, 7, &isnull)), 1);
+        q->fair_by_partition = DatumGetBool(SPI_getbinval(tuple, desc, 8, &isnull));
     }
     commit_worker_transaction();
     list_by_hash = static_cast<int*>(MemoryContextAlloc(cxt, sizeof(int) * (kept + 1)));

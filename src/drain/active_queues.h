@@ -13,6 +13,7 @@ struct ActiveQueue {
     int batch_size;                             // 0: jobbuf.batch_size (group delivery: jobbuf_claim's default)
     bool group_delivery;                        // delivery 'group': one message per claimed group
     int weight;                                 // option weight (1-100): batches per pass while it has full ones
+    bool fair_by_partition;                     // option fair_by "partition_key": partitions in turn (fair_taker.h)
     uint64 wake_hash;                           // queue_wake_hash(name): what a commit that staged into it names
     uint64 wake_bit;                            // queue_wake_bit(name): set when a commit staged into it
     mutable QueueProgressCache progress;        // the worker's cursor of the queue (queue_progress.h)

@@ -481,7 +481,7 @@ void note_staged_work(const ActiveQueue* queues, int nqueues, bool all)
             continue;
         }
         QueueProgress* progress = cached_queue_progress(q->name, &q->progress);
-        progress->after_id = Min(progress->after_id, work.lowest_ids[i] - 1);
+        rewind_queue_progress(progress, work.lowest_ids[i]);
     }
     bool marked = false;
     if (all && run_guarded([&] { marked = mark_queues_with_jobs(); }) && marked)
@@ -622,7 +622,7 @@ long drain_round(void)
             // the error may have cut off (the marker may name jobs Redis has).
             if (!run_catching(
                     [&] {
-                        result = q->group_delivery ? drain_one_group(&state->ctx, q)
+                        result = q->group_delivery ? drain_one_group(&state->ctx, q, progress)
                                                    : drain_one_batch(&state->ctx, q, progress);
                     },
                     [&](const ErrorData* error) { queue_failed(q->name, error->message); })) {

@@ -83,7 +83,7 @@ bool release_expired_claims(const ActiveQueue* q, int limit, QueueProgress* prog
         released > 0 ? DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)) : 0;
     commit_worker_transaction();
     if (released > 0) {
-        progress->after_id = Min(progress->after_id, lowest - 1);
+        rewind_queue_progress(progress, lowest);
         ereport(LOG, (errmsg("jobbuf: released " INT64_FORMAT " job(s) of queue \"%s\" whose claim expired; "
                              "the worker delivers them",
                              released, q->name)));

@@ -13,11 +13,50 @@ extern "C" {
 static HTAB* progress = nullptr;
 static uint32 progress_generation = 1;  // bumped when the table is made again (cached pointers die)
 
+PartitionCursors* new_partition_cursors(void)
+{
+    MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "jobbuf partition cursors", ALLOCSET_SMALL_SIZES);
+    auto* cursors = static_cast<PartitionCursors*>(MemoryContextAllocZero(cxt, sizeof(PartitionCursors)));
+    cursors->cxt = cxt;
+    return cursors;
+}
+
+void free_partition_cursors(PartitionCursors* cursors)
+{
+    if (cursors != nullptr)
+        MemoryContextDelete(cursors->cxt);
+}
+
+void install_partition_cursors(QueueProgress* entry, PartitionCursors* cursors)
+{
+    free_partition_cursors(entry->partitions);
+    entry->partitions = cursors;
+}
+
+void rewind_queue_progress(QueueProgress* entry, int64 id)
+{
+    entry->after_id = Min(entry->after_id, id - 1);
+    if (entry->partitions != nullptr)
+        for (int i = 0; i < entry->partitions->count; i++)
+            entry->partitions->cursors[i].after_id = Min(entry->partitions->cursors[i].after_id, id - 1);
+}
+
+// Every partition starts at its head again (a full or head pass: what they passed over is found).
+static void drop_partition_cursors(QueueProgress* entry)
+{
+    install_partition_cursors(entry, nullptr);
+}
+
 void forget_queue_progress(void)
 {
     progress_generation++;
-    if (progress != nullptr)
+    if (progress != nullptr) {
+        HASH_SEQ_STATUS scan;
+        hash_seq_init(&scan, progress);
+        while (auto* entry = static_cast<QueueProgress*>(hash_seq_search(&scan)))
+            drop_partition_cursors(entry);
         hash_destroy(progress);
+    }
     progress = create_name_hash("jobbuf queue progress", sizeof(QueueProgress), 16);
 }
 
@@ -32,6 +71,7 @@ void restart_queue_cursors_at_floor(void)
         entry->lowest_passed_over = PG_INT64_MAX;
         entry->pending = false;
         entry->restarted = true;
+        drop_partition_cursors(entry);
     }
 }
 
@@ -47,6 +87,7 @@ QueueProgress* queue_progress(const char* queue)
         entry->pending = false;
         entry->restarted = true;
         entry->capped_until = 0;
+        entry->partitions = nullptr;
     }
     return entry;
 }
@@ -58,7 +99,7 @@ void rewind_queue_cursors(int64 committed_id)
     HASH_SEQ_STATUS scan;
     hash_seq_init(&scan, progress);
     while (auto* entry = static_cast<QueueProgress*>(hash_seq_search(&scan)))
-        entry->after_id = Min(entry->after_id, committed_id - 1);
+        rewind_queue_progress(entry, committed_id);
 }
 
 QueueProgress* cached_queue_progress(const char* queue, QueueProgressCache* cache)

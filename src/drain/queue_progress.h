@@ -13,6 +13,29 @@
 #pragma once
 #include "pg_includes.h"
 
+// fair_by (fair_taker.h): where a backlogged partition's walk stands. The rows of that partition
+// with an id up to after_id were taken, or passed over and noted in lowest_passed_over, as for
+// the queue's own cursor; a commit below it rewinds it.
+struct PartitionCursor {
+    const char* key;  // the partition key's bytes (not terminated)
+    int key_len;
+    int64 after_id;
+};
+constexpr int kMaxPartitionCursors = 64;  // the partitions a batch left with more jobs: the rest start at their head
+struct PartitionCursors {
+    MemoryContext cxt;  // holds this struct and the keys
+    int count;
+    PartitionCursor cursors[kMaxPartitionCursors];
+    const char* next_key;  // the next batch's first round starts after this partition (nullptr: at the first)
+    int next_key_len;
+    bool unkeyed_found;  // the batch took a job without a partition key
+};
+
+// A new, empty set in a context of its own (under TopMemoryContext); freed by install_partition_cursors
+// or free_partition_cursors.
+PartitionCursors* new_partition_cursors(void);
+void free_partition_cursors(PartitionCursors* cursors);
+
 struct QueueProgress {
     char queue[NAMEDATALEN];   // hash key
     int64 after_id;            // the next batch takes jobs with a larger id
@@ -20,7 +43,14 @@ struct QueueProgress {
     bool pending;              // the queue needs (another) batch in this round
     bool restarted;            // the cursor was restarted and no batch has run from it yet
     TimestampTz capped_until;  // max_in_redis: its depth filled the cap; read again from then (depth_cap.h)
+    PartitionCursors* partitions;  // fair_by: the partitions' walks (nullptr: every partition at its head)
 };
+
+// The batch that made cursors committed: they replace the queue's (which are freed).
+void install_partition_cursors(QueueProgress* progress, PartitionCursors* cursors);
+
+// No cursor of the queue (its own and its partitions') stays past a job with this id.
+void rewind_queue_progress(QueueProgress* progress, int64 id);
 
 // Head pass: every cursor back to 0, nothing pending.
 void forget_queue_progress(void);

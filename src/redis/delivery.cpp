@@ -199,20 +199,22 @@ std::string format_marker(const std::vector<std::int64_t>& ids)
 
 std::uint64_t marker_digest(const std::int64_t* ids, const double* staged_at, std::size_t count) noexcept
 {
-    std::uint64_t hash = 0xcbf29ce484222325ULL;
-    auto mix = [&hash](std::uint64_t v) {
+    // The sum of one FNV-1a hash per job: the same for the jobs in any order (a fair_by batch is
+    // pushed partition by partition; a later start reads the jobs back in id order).
+    auto fnv = [](std::uint64_t hash, std::uint64_t v) {
         for (int b = 0; b < 8; ++b) {
             hash ^= (v >> (8 * b)) & 0xff;
             hash *= 0x100000001b3ULL;
         }
+        return hash;
     };
+    std::uint64_t sum = fnv(0xcbf29ce484222325ULL, count);
     // staged_at to the microsecond, as PostgreSQL keeps it: the take's two paths and the check
     // of a later start convert a timestamp to epoch seconds in ways that may differ in the last bit.
-    for (std::size_t i = 0; i < count; ++i) {
-        mix(static_cast<std::uint64_t>(ids[i]));
-        mix(static_cast<std::uint64_t>(std::llround(staged_at[i] * 1e6)));
-    }
-    return hash;
+    for (std::size_t i = 0; i < count; ++i)
+        sum += fnv(fnv(0xcbf29ce484222325ULL, static_cast<std::uint64_t>(ids[i])),
+                   static_cast<std::uint64_t>(std::llround(staged_at[i] * 1e6)));
+    return sum;
 }
 
 std::string format_marker_value(std::int64_t number, std::uint64_t digest, const std::vector<std::int64_t>& ids,

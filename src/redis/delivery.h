@@ -43,7 +43,8 @@ struct MarkerValue {
     std::string writer;
 };
 
-// FNV-1a over each job's id and staged_at (epoch seconds, rounded to the microsecond), in the order given.
+// The sum of an FNV-1a hash of each job's id and staged_at (epoch seconds, rounded to the
+// microsecond): the same in any order.
 std::uint64_t marker_digest(const std::int64_t* ids, const double* staged_at, std::size_t count) noexcept;
 std::string format_marker_value(std::int64_t number, std::uint64_t digest, const std::vector<std::int64_t>& ids,
                                 std::string_view writer);

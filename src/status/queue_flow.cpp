@@ -29,8 +29,10 @@ namespace {
 constexpr long kLeaveAfterMs = 10000;
 // A held queue's row (its depth, its last hold) is rewritten at most this often.
 constexpr long kRewriteEveryMs = 1000;
-// The memory readings are written at most this often.
+// The memory readings are written at most this often, and only when they moved (below); at least
+// this often while they do not, so that an idle worker writes a minute apart, not a second.
 constexpr long kMemoryEveryMs = 1000;
+constexpr long kMemorySteadyMs = 60000;
 constexpr int kMaxNodes = 64;
 
 enum class FlowState { RedisMemory, DepthCap, RateLimited, Stopped };
@@ -68,8 +70,29 @@ TimestampTz next_check = 0;    // publish_flow_if_due has nothing to do before t
 bool cleared_leftovers = false;  // the rows an earlier worker left were deleted
 uint64 memory_generation = 0;    // of the readings last written
 TimestampTz memory_written_at = 0;
+NodeMemoryReading memory_written[kMaxNodes];  // the readings last written
+int memory_written_count = 0;
 SPIPlanPtr flow_plan = nullptr;
 SPIPlanPtr memory_plan = nullptr;
+
+// Whether the readings differ from those last written by more than the exporter would show: a
+// node come or gone, a limit or a hold changed, or counted memory moved by 1 % of the limit (at
+// least 1 MB).
+bool memory_moved(const NodeMemoryReading* readings, int n)
+{
+    if (n != memory_written_count)
+        return true;
+    for (int i = 0; i < n; i++) {
+        const NodeMemoryReading& a = readings[i];
+        const NodeMemoryReading& b = memory_written[i];
+        uint64 step = Max(a.limit_bytes / 100, static_cast<uint64>(1024 * 1024));
+        uint64 moved = a.counted_bytes > b.counted_bytes ? a.counted_bytes - b.counted_bytes
+                                                         : b.counted_bytes - a.counted_bytes;
+        if (strcmp(a.node, b.node) != 0 || a.limit_bytes != b.limit_bytes || a.held != b.held || moved >= step)
+            return true;
+    }
+    return false;
+}
 
 QueueFlow* flow_of(const char* queue, bool* found)
 {
@@ -303,7 +326,9 @@ void publish_flow_if_due(const jobbuf::redis::DrainSession* session)
     int nreadings = jobbuf::redis::drain_session_memory_readings(session, readings, kMaxNodes, &generation);
     // New readings, a second after the last ones written.
     bool memory_due = generation != memory_generation &&
-                      TimestampDifferenceExceeds(memory_written_at, now, static_cast<int>(kMemoryEveryMs) - 1);
+                      TimestampDifferenceExceeds(memory_written_at, now, static_cast<int>(kMemoryEveryMs) - 1) &&
+                      (memory_moved(readings, nreadings) ||
+                       TimestampDifferenceExceeds(memory_written_at, now, static_cast<int>(kMemorySteadyMs) - 1));
     if ((!flows_due && !memory_due) || RecoveryInProgress())
         return;
     if (strcmp(installed_extension_version(), kJobbufSqlVersion) != 0)
@@ -330,6 +355,9 @@ void publish_flow_if_due(const jobbuf::redis::DrainSession* session)
     commit_worker_transaction();
     if (flows_due)
         flows_written(now);
-    if (memory_due)
+    if (memory_due) {
         memory_generation = generation;
+        memcpy(memory_written, readings, sizeof(NodeMemoryReading) * nreadings);
+        memory_written_count = nreadings;
+    }
 }

@@ -175,7 +175,6 @@ refused "max_rate on a none queue" "SELECT jobbuf_create_queue('b1', 'none', '{\
 refused "max_rate 0" "SELECT jobbuf_create_queue('b1', 'list', '{\"max_rate\": 0}')" 'must be a number of jobs per second above 0'
 refused "max_rate as text" "SELECT jobbuf_create_queue('b1', 'list', '{\"max_rate\": \"fast\"}')" 'must be a number of jobs per second'
 refused "a stream's maxlen below max_in_redis" "SELECT jobbuf_create_queue('b1', 'stream', '{\"maxlen\": 100, \"max_in_redis\": 500}')" 'maxlen \(100\) cannot be below max_in_redis \(500\)'
-refused "max_in_redis with delivery group" "SELECT jobbuf_create_queue('b1', 'bullmq', '{\"delivery\": \"group\", \"max_in_redis\": 5}')" 'apply to delivery "each" only'
 refused "jobbuf_alter_queue: max_rate -1" "SELECT jobbuf_alter_queue('capped', '{\"max_rate\": -1}')" 'must be a number of jobs per second above 0'
 expect_eq "nothing created or changed" "$(jb_sql "SELECT count(*) FROM jobbuf.queues WHERE name = 'b1'"),$(jb_sql "SELECT options::text FROM jobbuf.queues WHERE name = 'capped'")" '0,{"max_in_redis": 500}'
 checks_done

@@ -22,17 +22,12 @@ jb_sql "SELECT count(*) FROM jobbuf_stage('big', ARRAY(SELECT jsonb_build_object
   fail "staging $BACKLOG jobs in big"
 jb_sql "SELECT jobbuf_stage('small', '{\"lone\": true}')" >/dev/null
 set_and_reload jobbuf.enabled on || fail "jobbuf.enabled is on"
-if jb_wait_until "[ \"\$(jb_sql \"SELECT count(*) FROM jobbuf.jobs WHERE queue = 'small'\")\" = 0 ]" 120; then
-  pass "the lone job of small was delivered"
-else
-  fail "the lone job of small was not delivered within 120 s"
-fi
-position=$(jb_redis XRANGE jobbuf:mix - + COUNT $((BACKLOG + 1)) | grep -n 'lone' | head -n 1 | cut -d: -f1)
-# XRANGE prints each entry as its id and its field/value lines: count entries by their ids.
-entries_before=$(jb_redis XRANGE jobbuf:mix - + COUNT $((BACKLOG + 1)) | head -n "${position:-1}" | grep -cE '^[0-9]+-[0-9]+$')
+lone_job_entry jobbuf:mix "queue = 'small'" $((BACKLOG + 1)) "the lone job of small was delivered"
+entries_before=$LONE_ENTRY
+check "the lone job is in the stream" test -n "$entries_before"
 say "the lone job is entry $entries_before of the stream (batch_size $batch)"
-expect_le "the lone job is among the first 2 × batch_size entries pushed" "$entries_before" $((2 * batch))
-wait_staged 0
+expect_le "the lone job is among the first 2 × batch_size entries pushed" "${entries_before:-999999999}" $((2 * batch))
+jb_wait_until "[ \"\$(jb_sql 'SELECT count(*) FROM jobbuf.jobs')\" = 0 ]" 600 || fail "the backlog was not delivered within 600 s"
 expect_eq "every job delivered once" "$(jb_redis XLEN jobbuf:mix)" $((BACKLOG + 1))
 jb_redis DEL jobbuf:mix >/dev/null
 
@@ -46,7 +41,7 @@ for q in heavy light; do
     fail "staging 20,000 jobs in $q"
 done
 set_and_reload jobbuf.enabled on || fail "jobbuf.enabled is on"
-wait_staged 0
+jb_wait_until "[ \"\$(jb_sql 'SELECT count(*) FROM jobbuf.jobs')\" = 0 ]" 120 || fail "the weighted jobs were not delivered within 120 s"
 first=$(jb_redis XRANGE jobbuf:weighted - + COUNT $((8 * batch)))
 heavy=$(grep -c '"q": "heavy"' <<<"$first" || true)
 light=$(grep -c '"q": "light"' <<<"$first" || true)

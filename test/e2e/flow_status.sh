@@ -11,7 +11,8 @@
 #  * redis_memory: jobbuf.redis_memory_limit = 100kB, far below what an empty Redis uses (and no
 #    maxmemory: no OOM for the worker's own writes); jobbuf_prometheus_redis_memory() shows a
 #    ratio of at least 1, and NaN once the default (0.8 of a maxmemory of 0) applies again;
-#  * jobbuf_prometheus_flow(): one row per state, 1 for the current one.
+#  * jobbuf_prometheus_flow(): one row per state, 1 for the current one;
+#  * stopped: Redis shut down, the reason the worker's last_error; flowing again once it runs.
 source "$(dirname "$0")/tools/lib.sh"
 
 e2e_start "jobbuf.poll_interval = '200ms'"
@@ -113,4 +114,20 @@ expect_list_reaches jobbuf:plain 6 15 "plain: delivered once the limit is gone"
 jb_wait_until "[ \"\$(jb_sql \"SELECT memory_ratio::text FROM jobbuf_prometheus_redis_memory()\")\" = NaN ]" 10
 expect_eq "jobbuf_prometheus_redis_memory: NaN once no limit applies (0.8 of maxmemory 0)" \
   "$(jb_sql "SELECT memory_ratio::text FROM jobbuf_prometheus_redis_memory()")" NaN
+
+# ---- stopped: Redis down (SHUTDOWN NOSAVE, the server gone until it is started again): every
+# queue the worker pushes is stopped, with the worker's last_error as the reason; back to flowing
+# once Redis runs again.
+jb_redis SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+wait "$JB_REDIS_PID" 2>/dev/null || true
+jb_sql "SELECT jobbuf_stage('plain', '{\"n\": 7}')" >/dev/null
+jb_wait_until "[ \"\$(flow state plain)\" = stopped ]" 30
+expect_eq "plain: state stopped while Redis is down" "$(flow state plain)" stopped
+expect_eq "stopped: the reason is the worker's last_error" \
+  "$(flow reason plain)" "$(jb_sql "SELECT last_error FROM jobbuf_worker_status()")"
+check "stopped: the reason says something" test -n "$(flow reason plain)"
+jb_restart_redis || fail "Redis runs again"
+expect_list_reaches jobbuf:plain 1 30 "plain: the job staged while Redis was down is delivered"
+jb_wait_until "[ \"\$(flow state plain)\" = flowing ]" 30
+expect_eq "plain: flowing again" "$(flow state plain)" flowing
 e2e_done

@@ -76,3 +76,15 @@ TEST(Marker, DigestCoversIdsAndStagedAtToTheMicrosecond)
     EXPECT_NE(jobbuf::redis::marker_digest(ids, a, 1), jobbuf::redis::marker_digest(ids, c, 1));
     EXPECT_NE(jobbuf::redis::marker_digest(ids, a, 1), jobbuf::redis::marker_digest(other, a, 1));
 }
+
+// A fair_by batch names its jobs partition by partition; a later start reads them in id order.
+TEST(Marker, DigestIgnoresTheOrder)
+{
+    std::int64_t ids[] = {10, 3, 7};
+    double staged[] = {1700000000.5, 1700000001.25, 1700000002.0};
+    std::int64_t sorted_ids[] = {3, 7, 10};
+    double sorted_staged[] = {1700000001.25, 1700000002.0, 1700000000.5};
+    std::int64_t fewer[] = {3, 7};
+    EXPECT_EQ(jobbuf::redis::marker_digest(ids, staged, 3), jobbuf::redis::marker_digest(sorted_ids, sorted_staged, 3));
+    EXPECT_NE(jobbuf::redis::marker_digest(ids, staged, 3), jobbuf::redis::marker_digest(fewer, sorted_staged, 2));
+}

@@ -53,6 +53,23 @@ expect_list_reaches() {
   fi
 }
 
+# lone_job_entry STREAM WHERE COUNT WHAT: once no row of jobbuf.jobs matches WHERE (the lone job
+# is delivered: WHAT passes, or fails after 120 s), sets LONE_ENTRY to the entry number of the
+# first entry of STREAM among its first COUNT whose payload says "lone" (empty when none does).
+# XRANGE prints each entry as its id and its field/value lines: entries are counted by their ids.
+lone_job_entry() {
+  local entries position
+  if jb_wait_until "[ \"\$(jb_sql \"SELECT count(*) FROM jobbuf.jobs WHERE $2\")\" = 0 ]" 120; then
+    pass "$4"
+  else
+    fail "$4: not within 120 s"
+  fi
+  entries=$(jb_redis XRANGE "$1" - + COUNT "$3")
+  position=$(grep -n 'lone' <<<"$entries" | head -n 1 | cut -d: -f1)
+  LONE_ENTRY=
+  [ -z "$position" ] || LONE_ENTRY=$(head -n "$position" <<<"$entries" | grep -cE '^[0-9]+-[0-9]+$')
+}
+
 # expect_all_delivered_once KEY N: the Redis list KEY holds N distinct entries and jobbuf.jobs is
 # empty (once the worker committed the batches it pushed: it pushes first, then commits).
 expect_all_delivered_once() {

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Fairness across partitions of one queue (SPEC 1.3, "Flow control at the drain": Fairness, option
+# fair_by; docs/flow.md), asserted by position, not by a clock; the queue delivers into one stream
+# key, so the stream's order is the order of delivery.
+#  * A backlog of a million jobs of partition `a` and then one job of partition `b` are staged
+#    while the worker is disabled; once it is enabled, b's job must be among the first
+#    2 × batch_size entries, and a's jobs keep their id order.
+#  * Jobs of three partitions and jobs without a partition key (one more partition), staged
+#    interleaved: each of the four gets a quarter of every batch, each in id order.
+#  * fair_by takes only "partition_key", and only on queues the worker pushes to.
+set -uo pipefail
+source "$(dirname "$0")/tools/lib.sh"
+
+BACKLOG=${JB_FAIRNESS_BACKLOG:-1000000}
+e2e_start
+jb_sql "SELECT jobbuf_create_queue('tenants', 'stream', '{\"key\": \"jobbuf:tenants\", \"fair_by\": \"partition_key\"}')" >/dev/null
+batch=$(jb_sql "SHOW jobbuf.batch_size")
+set_and_reload jobbuf.enabled off || fail "jobbuf.enabled is off"
+jb_sql "INSERT INTO jobbuf.jobs (queue, payload, partition_key)
+        SELECT 'tenants', jsonb_build_object('p', 'a', 'n', n), 'a' FROM generate_series(1, $BACKLOG) n" >/dev/null ||
+  fail "staging $BACKLOG jobs of partition a"
+jb_sql "SELECT jobbuf_stage('tenants', '{\"p\": \"b\", \"lone\": true}', partition_key => 'b')" >/dev/null
+set_and_reload jobbuf.enabled on || fail "jobbuf.enabled is on"
+lone_job_entry jobbuf:tenants "partition_key = 'b'" $((4 * batch)) "the lone job of partition b was delivered"
+entries_before=$LONE_ENTRY
+check "the lone job was found among the first 4 × batch_size entries" test -n "$entries_before"
+say "the lone job is entry $entries_before of the stream (batch_size $batch)"
+expect_le "the lone job is among the first 2 × batch_size entries pushed" "${entries_before:-999999999}" $((2 * batch))
+jb_wait_until "[ \"\$(jb_sql 'SELECT count(*) FROM jobbuf.jobs')\" = 0 ]" 600 || fail "the backlog was not delivered within 600 s"
+expect_eq "every job delivered once" "$(jb_redis XLEN jobbuf:tenants)" $((BACKLOG + 1))
+# Partition a in id order: the n of its first 4 batches' entries rise one by one.
+ns=$(jb_redis XRANGE jobbuf:tenants - + COUNT $((4 * batch)) | grep -oE '"n": [0-9]+' | awk '{ print $2 }')
+expect_eq "partition a's jobs in id order" "$(awk 'NR > 1 && $1 != prev + 1 { bad++ } { prev = $1 } END { print bad + 0 }' <<<"$ns")" 0
+jb_redis DEL jobbuf:tenants >/dev/null
+
+# Four partitions, staged interleaved: n mod 4 = 0 has no partition key.
+set_and_reload jobbuf.enabled off || fail "jobbuf.enabled is off"
+jb_sql "INSERT INTO jobbuf.jobs (queue, payload, partition_key)
+        SELECT 'tenants', jsonb_build_object('p', coalesce(k, 'none'), 'n', n), k
+        FROM generate_series(1, 20000) n, LATERAL (SELECT CASE WHEN n % 4 = 0 THEN NULL ELSE 'p' || (n % 4) END) s(k)
+        ORDER BY k NULLS FIRST, n" >/dev/null || fail "staging 20,000 jobs in four partitions"
+set_and_reload jobbuf.enabled on || fail "jobbuf.enabled is on"
+jb_wait_until "[ \"\$(jb_sql 'SELECT count(*) FROM jobbuf.jobs')\" = 0 ]" 120 || fail "the four partitions were not delivered within 120 s"
+first=$(jb_redis XRANGE jobbuf:tenants - + COUNT "$batch")
+for p in none p1 p2 p3; do
+  got=$(grep -c "\"p\": \"$p\"" <<<"$first" || true)
+  check "partition $p has a quarter of the first batch ($got of $batch)" test "$got" -ge $((batch / 4 - 1)) -a "$got" -le $((batch / 4 + 1))
+done
+all=$(jb_redis XRANGE jobbuf:tenants - +)
+out_of_order=$(grep -oE '"p": "[a-z0-9]+", "n": [0-9]+|"n": [0-9]+, "p": "[a-z0-9]+"' <<<"$all" |
+  sed -E 's/.*"p": "([a-z0-9]+)".*"n": ([0-9]+).*/\1 \2/; s/^"n": ([0-9]+), "p": "([a-z0-9]+)"$/\2 \1/' |
+  awk '{ if (($1 in last) && $2 <= last[$1]) bad++; last[$1] = $2 } END { print bad + 0 }')
+expect_eq "each partition's jobs in id order" "$out_of_order" 0
+expect_eq "every job delivered once" "$(jb_redis XLEN jobbuf:tenants)" 20000
+
+refused=$(jb_psql -qtAX -c "SELECT jobbuf_create_queue('f1', 'list', '{\"fair_by\": \"queue\"}')" 2>&1)
+expect_match "fair_by other than partition_key is refused" "$refused" 'option "fair_by" must be "partition_key"'
+refused=$(jb_psql -qtAX -c "SELECT jobbuf_create_queue('f2', 'none', '{\"fair_by\": \"partition_key\"}')" 2>&1)
+expect_match "fair_by on a none queue is refused" "$refused" 'option "fair_by" applies only to targets the worker pushes to'
+refused=$(jb_psql -qtAX -c "SELECT jobbuf_alter_queue('tenants', '{\"delivery\": \"group\"}')" 2>&1)
+expect_match "fair_by with delivery group is refused" "$refused" 'fair_by applies to delivery "each" only'
+e2e_done
