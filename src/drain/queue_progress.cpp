@@ -67,11 +67,12 @@ void restart_queue_cursors_at_floor(void)
     HASH_SEQ_STATUS scan;
     hash_seq_init(&scan, progress);
     while (auto* entry = static_cast<QueueProgress*>(hash_seq_search(&scan))) {
-        entry->after_id = Min(entry->after_id, entry->lowest_passed_over - 1);
+        // Its partitions' walks too (a partition walk notes what it passes over in the same
+        // lowest_passed_over): never back to their heads, where every delivered job's entry lies.
+        rewind_queue_progress(entry, entry->lowest_passed_over);
         entry->lowest_passed_over = PG_INT64_MAX;
         entry->pending = false;
         entry->restarted = true;
-        drop_partition_cursors(entry);
     }
 }
 
