@@ -20,5 +20,8 @@ struct InstalledJobbuf {
     char version[NAMEDATALEN];  // "" when missing
 };
 
-// Reads pg_extension (no SQL statement: nothing a role could shadow). Needs a transaction.
+// Reads pg_extension (no SQL statement: nothing a role could shadow). Needs a transaction. When
+// the row is found, returns only once the transaction that wrote it has published its catalog
+// changes to this backend's caches (see extension_version.cpp): the extension's objects can then
+// be named in SQL.
 InstalledJobbuf installed_jobbuf(void);
