@@ -15,6 +15,7 @@ extern "C" {
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 }
 
 // A transaction's catalog rows are visible to new snapshots (ProcArrayEndTransaction) before it
@@ -26,6 +27,10 @@ extern "C" {
 // that its first statement failed with 'relation "jobbuf.queues" does not exist'. Waiting for
 // the lock that transaction holds on its own xid (released after its invalidations were sent),
 // then reading them, ends that window; a row written long ago costs one uncontended lock.
+// The row is read with the caller's active snapshot when it has one (the worker's statements run
+// with it): the catalog snapshot can be newer, and a worker whose transaction began just before
+// the CREATE EXTENSION committed then found the extension while its statements could not see
+// the rows the script inserted ("jobbuf.installation must hold exactly one row").
 static void await_published(TransactionId xmin)
 {
     if (!TransactionIdIsNormal(xmin) || TransactionIdIsCurrentTransactionId(xmin))
@@ -40,7 +45,8 @@ InstalledJobbuf installed_jobbuf(void)
     Relation catalog = table_open(ExtensionRelationId, AccessShareLock);
     ScanKeyData key;
     ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ, CStringGetDatum("jobbuf"));
-    SysScanDesc scan = systable_beginscan(catalog, ExtensionNameIndexId, true, nullptr, 1, &key);
+    Snapshot snapshot = ActiveSnapshotSet() ? GetActiveSnapshot() : nullptr;  // nullptr: the catalog snapshot
+    SysScanDesc scan = systable_beginscan(catalog, ExtensionNameIndexId, true, snapshot, 1, &key);
     HeapTuple tuple = systable_getnext(scan);
     TransactionId xmin = InvalidTransactionId;
     if (HeapTupleIsValid(tuple)) {
