@@ -20,5 +20,9 @@ struct InstalledJobbuf {
     char version[NAMEDATALEN];  // "" when missing
 };
 
-// Reads pg_extension (no SQL statement: nothing a role could shadow). Needs a transaction.
+// Reads pg_extension (no SQL statement: nothing a role could shadow), with the active snapshot
+// when one is set. Needs a transaction. When the row is found, returns only once the transaction
+// that wrote it has published its catalog changes to this backend's caches (see
+// extension_version.cpp): the extension's objects can then be named in SQL, and the rows its
+// script inserted are visible to statements run with that snapshot.
 InstalledJobbuf installed_jobbuf(void);

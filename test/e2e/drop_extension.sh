@@ -5,27 +5,34 @@
 # one WARNING per queue that still held jobs, with its waiting, scheduled, claimed and held counts.
 source "$(dirname "$0")/tools/lib.sh"
 
-# Mid-drain by construction: Redis is frozen (SIGSTOP, redis_timeout 60 s) while the worker waits
-# for the reply to a batch of 50,000 staged jobs; DROP EXTENSION queues behind that batch's locks,
-# then Redis thaws.
+# Mid-drain by construction: Redis holds every write (CLIENT PAUSE WRITE) while the worker waits
+# for the reply to the first unit of a batch of 50,000 staged jobs; DROP EXTENSION queues behind
+# that batch's locks, then Redis takes writes again. The worker is idle on its latch when the
+# writes are paused (its Redis reads between batches still pass), and between batches it writes
+# only when it connects and to refresh its lease, every redis_timeout / 2 (300 s here): its first
+# write after the pause is the batch's unit, whatever the machine's speed. (A SIGSTOP of Redis
+# froze the reads too: under load the worker could be caught in one after a batch, outside any.)
 e2e_start "jobbuf.batch_size = 20
 jobbuf.poll_interval = '200ms'
-jobbuf.redis_timeout = '60s'"
+jobbuf.redis_timeout = '600s'"
 jb_sql "SELECT jobbuf_create_queue('busy', 'list')" >/dev/null
 pid_before=$(jb_sql "SELECT pid FROM jobbuf_worker_status()")
 jb_sql "SELECT jobbuf_stage('busy', '{\"n\": 0}'::jsonb)" >/dev/null
 wait_delivered 1 || fail "the first job was not delivered"   # connected, reconciled, one batch done
 delivered_before=$(jb_redis LLEN jobbuf:busy)
 
-kill -STOP "$JB_REDIS_PID"
+worker_idle || fail "the worker did not go back to its latch after the first batch"
+# Held until CLIENT UNPAUSE below; 300 s at most, within redis_timeout (the worker never gives up
+# on the held unit first).
+jb_redis CLIENT PAUSE 300000 WRITE >/dev/null
 jb_sql "SELECT count(jobbuf_stage('busy', jsonb_build_object('n', n))) FROM generate_series(1, 50000) n" >/dev/null
-in_batch || fail "the worker is not waiting on its batch"
+in_batch || fail "the worker is not waiting on its batch ($(worker_activity))"
 mark=$(log_mark)
 t0=$(now_ms)
 jb_psql -q -c "DROP EXTENSION jobbuf" >"$JB_RUN/drop.out" 2>&1 &
 dropper=$!
 wait_lock_waiter "DROP EXTENSION jobbuf" || fail "DROP EXTENSION did not queue behind the worker's batch"
-kill -CONT "$JB_REDIS_PID"
+jb_redis CLIENT UNPAUSE >/dev/null
 if wait "$dropper"; then
   expect_match "DROP EXTENSION names the queue whose jobs it discarded" "$(cat "$JB_RUN/drop.out")" \
     'WARNING:  jobbuf: DROP EXTENSION discarded the jobs of queue busy: [0-9]+ job\(s\) \([0-9]+ waiting, 0 scheduled, 0 claimed, 0 held\)'
