@@ -145,6 +145,8 @@ RowTake direct_take_row(DirectTake* take, const jobbuf::redis::TargetTraits& tar
                         TakenBatch* taken)
 {
     TupleTableSlot* slot = take->slot;
+    if (taken->count >= taken->capacity)
+        return RowTake::Full;  // never past the batch's arrays, whatever a caller's loop counts
     if (memcmp(DatumGetUUIDP(slot->tts_values[kJobsOwner - 1]), &take->own, sizeof(pg_uuid_t)) != 0)
         return RowTake::NotOurs;
     bool ready = direct_take_row_is_ready(take, target);

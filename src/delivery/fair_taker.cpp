@@ -234,7 +234,8 @@ int first_round(FairTake* f, const QueueProgress* progress, Partition* parts, in
             RowTake step = direct_take_row(&f->take, *f->target, f->bounds, f->taken);
             if (step != RowTake::Full)
                 p->after_id = id;
-            turned = step == RowTake::Taken || step == RowTake::TakenFull || batch_full(f, step);
+            bool full = batch_full(f, step);  // always: it is what ends the round at the batch's size
+            turned = step == RowTake::Taken || step == RowTake::TakenFull || full;
             p->live = turned;
         }
         if (!turned)
