@@ -7,6 +7,7 @@
 #    2 × batch_size entries, and a's jobs keep their id order.
 #  * Jobs of three partitions and jobs without a partition key (one more partition), staged
 #    interleaved: each of the four gets a quarter of every batch, each in id order.
+#  * more partitions than a batch holds, a job each: all delivered once, by the same worker;
 #  * fair_by takes only "partition_key", and only on queues the worker pushes to.
 set -uo pipefail
 source "$(dirname "$0")/tools/lib.sh"
@@ -52,6 +53,20 @@ out_of_order=$(grep -oE '"p": "[a-z0-9]+", "n": [0-9]+|"n": [0-9]+, "p": "[a-z0-
   awk '{ if (($1 in last) && $2 <= last[$1]) bad++; last[$1] = $2 } END { print bad + 0 }')
 expect_eq "each partition's jobs in id order" "$out_of_order" 0
 expect_eq "every job delivered once" "$(jb_redis XLEN jobbuf:tenants)" 20000
+jb_redis DEL jobbuf:tenants >/dev/null
+
+# More partitions than a batch holds, one job each: every batch's first round fills the batch
+# and the next one goes on where it stopped; the same worker delivers all of them once.
+pid_before=$(jb_sql "SELECT pid FROM jobbuf_worker_status()")
+set_and_reload jobbuf.enabled off || fail "jobbuf.enabled is off"
+jb_sql "INSERT INTO jobbuf.jobs (queue, payload, partition_key)
+        SELECT 'tenants', jsonb_build_object('p', 'k' || n, 'n', n), 'k' || n FROM generate_series(1, $((3 * batch + 7))) n" >/dev/null ||
+  fail "staging jobs in $((3 * batch + 7)) partitions"
+set_and_reload jobbuf.enabled on || fail "jobbuf.enabled is on"
+jb_wait_until "[ \"\$(jb_sql 'SELECT count(*) FROM jobbuf.jobs')\" = 0 ]" 120 || fail "the many partitions were not delivered within 120 s"
+expect_eq "a job per partition, $((3 * batch + 7)) partitions: each delivered once" \
+  "$(jb_redis XRANGE jobbuf:tenants - + | grep -oE '"p": "k[0-9]+"' | sort -u | wc -l),$(jb_redis XLEN jobbuf:tenants)" "$((3 * batch + 7)),$((3 * batch + 7))"
+expect_eq "the same worker all along" "$(jb_sql "SELECT running || ' ' || pid FROM jobbuf_worker_status()")" "true $pid_before"
 
 refused=$(jb_psql -qtAX -c "SELECT jobbuf_create_queue('f1', 'list', '{\"fair_by\": \"queue\"}')" 2>&1)
 expect_match "fair_by other than partition_key is refused" "$refused" 'option "fair_by" must be "partition_key"'
