@@ -236,7 +236,7 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
     if (count == 0) {
         commit_worker_transaction();
         batch_committed(progress, taken);
-        result.outcome = BatchOutcome::Empty;
+        result.outcome = taken.partitions_left ? BatchOutcome::Full : BatchOutcome::Empty;
         return result;
     }
     const StagedJob* jobs = taken.jobs;
@@ -332,6 +332,7 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
                           errdetail("%s", reject_message)));
     }
     result.outcome =
-        count == static_cast<uint64>(limit) || taken.full_by_bytes ? BatchOutcome::Full : BatchOutcome::Partial;
+        count == static_cast<uint64>(limit) || taken.full_by_bytes || taken.partitions_left ? BatchOutcome::Full
+                                                                                            : BatchOutcome::Partial;
     return result;
 }

@@ -244,6 +244,8 @@ int first_round(FairTake* f, const QueueProgress* progress, Partition* parts, in
         if (f->full || n == capacity)
             *stopped_at = p->key;
     }
+    // Stopped at the bound before coming round: the next batch goes on from here at once.
+    f->taken->partitions_left = !f->full && n == capacity;
     return n;
 }
 

@@ -54,6 +54,9 @@ struct TakenBatch {
     // fair_by: where each backlogged partition's walk stands, installed once the batch commits
     // (queue_progress.h); nullptr for a take in id order.
     struct PartitionCursors* partitions;
+    // fair_by: the first round stopped at its bound on partitions visited (most of them found
+    // with nothing left: delivered since the last vacuum) before it came round: more may be ready.
+    bool partitions_left;
 };
 
 // Makes *batch empty, with room for capacity jobs (in the current memory context).
