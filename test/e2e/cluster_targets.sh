@@ -137,12 +137,16 @@ check "jobbuf_cluster_nodes() shows 3 masters, 3 replicas, 16384 slots, all onli
 # CLUSTERDOWN: a master and its replica stopped, so that some slots have no node; the other
 # masters answer CLUSTERDOWN. The list queue (on a live master) keeps its jobs staged, with one
 # WARNING, and delivers them with one LOG once the two nodes are back.
+# The master stopped serves neither the queue's key nor the delivery lease's (whose slot comes
+# from the installation's identity: stopping its master makes the lease's refresh fail first,
+# another problem with its own WARNING).
 WORK_OWNER=$(jb_cluster_owner jobbuf:work)
+LEASE_OWNER=$(jb_cluster_owner "jobbuf:lease:$(jb_sql "SELECT jobbuf.installation_id()")")
 DOWN_MASTER=
 DOWN_REPLICA=
 for p in "${JB_CLUSTER_PORTS[@]}"; do
   role=$(redis-cli -p "$p" INFO replication | tr -d '\r')
-  if grep -qx 'role:master' <<<"$role" && [ "$p" != "$WORK_OWNER" ] && [ -z "$DOWN_MASTER" ]; then DOWN_MASTER=$p; fi
+  if grep -qx 'role:master' <<<"$role" && [ "$p" != "$WORK_OWNER" ] && [ "$p" != "$LEASE_OWNER" ] && [ -z "$DOWN_MASTER" ]; then DOWN_MASTER=$p; fi
 done
 for p in "${JB_CLUSTER_PORTS[@]}"; do
   if [ "$(redis-cli -p "$p" INFO replication | tr -d '\r' | sed -n 's/^master_port://p')" = "$DOWN_MASTER" ]; then DOWN_REPLICA=$p; fi
