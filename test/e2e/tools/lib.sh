@@ -53,21 +53,26 @@ expect_list_reaches() {
   fi
 }
 
-# lone_job_entry STREAM WHERE COUNT WHAT: once no row of jobbuf.jobs matches WHERE (the lone job
-# is delivered: WHAT passes, or fails after 120 s), sets LONE_ENTRY to the entry number of the
-# first entry of STREAM among its first COUNT whose payload says "lone" (empty when none does).
-# XRANGE prints each entry as its id and its field/value lines: entries are counted by their ids.
-lone_job_entry() {
-  local entries position
-  if jb_wait_until "[ \"\$(jb_sql \"SELECT count(*) FROM jobbuf.jobs WHERE $2\")\" = 0 ]" 120; then
-    pass "$4"
+# expect_lone_job_first STREAM WHERE BATCH TOTAL WHAT: the fairness check by position. Once no row
+# of jobbuf.jobs matches WHERE (the lone job is delivered; WHAT, failed after 120 s), the first
+# entry of STREAM whose payload says "lone" must be among its first 2 × BATCH entries (XRANGE
+# prints each entry as its id and its field/value lines: entries are counted by their ids); then
+# every one of the TOTAL jobs staged is delivered once (600 s: a million jobs on a loaded machine).
+expect_lone_job_first() {
+  local stream=$1 where=$2 batch=$3 total=$4 entries position entry=
+  if jb_wait_until "[ \"\$(jb_sql \"SELECT count(*) FROM jobbuf.jobs WHERE $where\")\" = 0 ]" 120; then
+    pass "$5"
   else
-    fail "$4: not within 120 s"
+    fail "$5: not within 120 s"
   fi
-  entries=$(jb_redis XRANGE "$1" - + COUNT "$3")
+  entries=$(jb_redis XRANGE "$stream" - + COUNT $((4 * batch)))
   position=$(grep -n 'lone' <<<"$entries" | head -n 1 | cut -d: -f1)
-  LONE_ENTRY=
-  [ -z "$position" ] || LONE_ENTRY=$(head -n "$position" <<<"$entries" | grep -cE '^[0-9]+-[0-9]+$')
+  [ -z "$position" ] || entry=$(head -n "$position" <<<"$entries" | grep -cE '^[0-9]+-[0-9]+$')
+  check "the lone job is among the first 4 × batch_size entries of $stream" test -n "$entry"
+  say "the lone job is entry $entry of $stream (batch_size $batch)"
+  expect_le "the lone job is among the first 2 × batch_size entries pushed" "${entry:-999999999}" $((2 * batch))
+  jb_wait_until "[ \"\$(jb_sql 'SELECT count(*) FROM jobbuf.jobs')\" = 0 ]" 600 || fail "the backlog was not delivered within 600 s"
+  expect_eq "every job delivered once" "$(jb_redis XLEN "$stream")" "$total"
 }
 
 # expect_all_delivered_once KEY N: the Redis list KEY holds N distinct entries and jobbuf.jobs is
