@@ -15,13 +15,16 @@
 
 extern "C" {
 #include "access/xlog.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "postmaster/postmaster.h"
+#include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 }
@@ -194,13 +197,28 @@ static void queues_fingerprint(int64* rows, int64* xmin_sum)
     *xmin_sum = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 }
 
+// jobbuf.queues locked for this transaction without waiting: false while DDL holds it (ALTER or
+// DROP EXTENSION, a superuser's LOCK TABLE). Waiting would end in an error once a DROP EXTENSION
+// commits (the table gone); the worker asks again at its next round instead.
+static bool queues_table_locked(void)
+{
+    Oid schema = get_namespace_oid("jobbuf", true);
+    Oid relid = OidIsValid(schema) ? get_relname_relid("queues", schema) : InvalidOid;
+    return OidIsValid(relid) && ConditionalLockRelationOid(relid, AccessShareLock);
+}
+
 // Whether the list loaded last still describes jobbuf.queues and the installed extension, in its
-// own transaction: what a full pass asks instead of loading every queue's target again.
+// own transaction: what a full pass asks instead of loading every queue's target again. While DDL
+// holds jobbuf.queues the list stands (its batches find the tables locked and wait a round).
 static bool loaded_list_still_current(void)
 {
     begin_worker_transaction("jobbuf: checking the queue list");
     InstalledJobbuf installed = installed_jobbuf();
     bool current = installed.state == InstalledExtension::Current && installed.extension_oid == list_extension;
+    if (current && !queues_table_locked()) {
+        commit_worker_transaction();
+        return true;
+    }
     if (current) {
         int64 rows = 0, xmin_sum = 0;
         queues_fingerprint(&rows, &xmin_sum);
@@ -221,6 +239,10 @@ static int load_active_queues(MemoryContext cxt, ActiveQueue** queues)
     if (installed.state != InstalledExtension::Current) {
         commit_worker_transaction();
         return installed.state == InstalledExtension::Missing ? kNoExtension : kOutdatedExtension;
+    }
+    if (!queues_table_locked()) {
+        commit_worker_transaction();
+        return kQueuesLocked;
     }
     Oid extension_oid = installed.extension_oid;
     kept_plan(

@@ -26,11 +26,12 @@ const ActiveQueue* active_queue_by_wake_hash(uint64 hash);
 // What current_active_queues returns instead of a count when the worker may drain nothing.
 constexpr int kNoExtension = -1;        // CREATE EXTENSION jobbuf has not run
 constexpr int kOutdatedExtension = -2;  // older SQL installed: ALTER EXTENSION jobbuf UPDATE is due
+constexpr int kQueuesLocked = -3;       // DDL holds jobbuf.queues (DROP EXTENSION, say): asked again next round
 
 // The worker's queue list in cxt, reloaded (in its own transaction) only when a commit changed
 // jobbuf.queues since the last load, when reload is true, or when the last load failed or found
 // no extension or an outdated one; *reloaded says whether it was. Returns the number of queues,
-// or kNoExtension / kOutdatedExtension.
+// or kNoExtension / kOutdatedExtension / kQueuesLocked.
 int current_active_queues(MemoryContext cxt, ActiveQueue** queues, bool reload, bool* reloaded);
 
 // The extension version the last load found installed ("" when none).

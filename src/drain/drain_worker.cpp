@@ -386,6 +386,8 @@ int load_pass(ActiveQueue** queues, bool reload, bool* reloaded)
         database_failed();
         return -1;
     }
+    if (nqueues == kQueuesLocked)
+        return -1;  // quietly: the next round asks again
     if (nqueues < 0) {
         wait_for_installation(nqueues);
         return -1;

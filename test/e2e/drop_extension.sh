@@ -75,6 +75,9 @@ expect_eq "no deadlock between the worker's batch and DROP EXTENSION" "$(count_l
 expect_eq "no worker restart" "$(count_lines 'drain worker started|starting the drain worker' "$log")" 0
 waiting=$(count_lines 'WARNING: +jobbuf:.*not installed' "$log")
 expect_le "'extension not installed' WARNINGs (no log spam)" "$waiting" 1
+# The worker never waits on jobbuf.queues behind the drop (it would fail once the table is gone).
+expect_eq "no database error from the worker (a table dropped under it)" \
+  "$(count_lines 'does not exist|last database error is resolved' "$log")" 0
 # What a drop discards, state by state; a queue without jobs is not named, and a DROP EXTENSION
 # that is refused says nothing.
 jb_psql -q -o /dev/null <<'SQL'
