@@ -702,22 +702,30 @@ snapshot_rate() {
   fi
 }
 
+# snapshot_loads PREFIX RUNS WHAT CHECK: each RATE:HOLD load of RUNS, without then with its snapshot
+# (results snap_<PREFIX><k>none, snap_<PREFIX><k>held, snap_<PREFIX><k>_rate and _hold); CHECK (a
+# command, or true) must hold after each run.
+snapshot_loads() {
+  local prefix=$1 runs=$2 what=$3 check=$4 run rate hold k=0 mode
+  for run in $runs; do
+    hold=${run#*:} k=$((k + 1))
+    rate=$(snapshot_rate "${run%%:*}")
+    [ -n "$rate" ] || { echo "$what run $run skipped: 70% needs the staging phase's single-job rate"; continue; }
+    say "$what $k: $rate single-job transactions/s for ${BENCH_SNAPSHOT_SECONDS}s, without and with a snapshot held ($hold)"
+    for mode in none held; do
+      compact_jobs
+      snapshot_run "${prefix}${k}${mode}" "$rate" "$([ $mode = none ] && echo none || echo "$hold")"
+      $check || fail "$what: the precondition changed during run ${prefix}${k}${mode}"
+    done
+    result "snap_${prefix}${k}_rate" "$rate"
+    result "snap_${prefix}${k}_hold" "$hold"
+  done
+}
+
 phase_snapshot() {
   worker_enabled on
   jb_sql "CREATE TABLE IF NOT EXISTS bench.analytics AS SELECT 1 AS n" >/dev/null
-  local run rate hold k=0
-  for run in $BENCH_SNAPSHOT_RUNS; do
-    hold=${run#*:} k=$((k + 1))
-    rate=$(snapshot_rate "${run%%:*}")
-    [ -n "$rate" ] || { echo "snapshot run $run skipped: 70% needs the staging phase's single-job rate"; continue; }
-    say "held snapshot $k: $rate single-job transactions/s for ${BENCH_SNAPSHOT_SECONDS}s, without and with a snapshot held ($hold)"
-    compact_jobs
-    snapshot_run "s${k}none" "$rate" none
-    compact_jobs
-    snapshot_run "s${k}held" "$rate" "$hold"
-    result "snap_s${k}_rate" "$rate"
-    result "snap_s${k}_hold" "$hold"
-  done
+  snapshot_loads s "$BENCH_SNAPSHOT_RUNS" "held snapshot" true
 }
 
 # --- 4c. held snapshot with a capped backlog: the snapshot phase's loads beside 100,000 jobs ------
@@ -743,21 +751,7 @@ phase_snapshot_capped() {
   echo "$BENCH_CAPPED_MAX in Redis, $BENCH_CAPPED_BACKLOG staged; jobbuf_flow_status(): $(jb_sql "SELECT state || ' (' || coalesce(reason, '') || ')' FROM jobbuf_flow_status() WHERE queue = 'bench_capped'")"
   result snap_c_backlog "$BENCH_CAPPED_BACKLOG"
   result snap_c_max_in_redis "$BENCH_CAPPED_MAX"
-  local run rate hold k=0
-  for run in $BENCH_CAPPED_RUNS; do
-    hold=${run#*:} k=$((k + 1))
-    rate=$(snapshot_rate "${run%%:*}")
-    [ -n "$rate" ] || { echo "snapshot_capped run $run skipped: 70% needs the staging phase's single-job rate"; continue; }
-    say "held snapshot $k beside $BENCH_CAPPED_BACKLOG capped jobs: $rate single-job transactions/s for ${BENCH_SNAPSHOT_SECONDS}s, without and with a snapshot held ($hold)"
-    compact_jobs
-    snapshot_run "c${k}none" "$rate" none
-    capped_held || fail "the capped backlog changed during run c${k}none"
-    compact_jobs
-    snapshot_run "c${k}held" "$rate" "$hold"
-    capped_held || fail "the capped backlog changed during run c${k}held"
-    result "snap_c${k}_rate" "$rate"
-    result "snap_c${k}_hold" "$hold"
-  done
+  snapshot_loads c "$BENCH_CAPPED_RUNS" "held snapshot beside $BENCH_CAPPED_BACKLOG capped jobs" capped_held
   # The phases after this one start without the backlog.
   jb_sql "SELECT jobbuf_drop_queue('bench_capped', force => true)" >/dev/null
   jb_redis unlink jobbuf:bench_capped >/dev/null
