@@ -308,9 +308,11 @@ bool ensure_redis(void)
         state->lease_held_since = 0;
         report_recovered(ProblemKind::Lease, "this cluster holds the delivery lease now");
         cap_redis_backoff(static_cast<int>(lease_refresh_ms()));
+        // Redis is said to accept jobs again once the reconciliation that follows succeeds, not
+        // here: a Cluster healing after CLUSTERDOWN accepts a connection while some nodes still
+        // refuse reads, and a recovery logged at each connect made one WARNING and one LOG per retry.
         state->reconcile_needed = true;  // a batch may have been cut off by the last disconnect
         state->targets_noted = false;    // another deployment may be behind the URL now
-        redis_succeeded(state->ctx.session);
         if (report.message[0] != '\0' && !state->fencing_warned) {
             ereport(WARNING, (errmsg("jobbuf: %s", report.message)));
             state->fencing_warned = true;
@@ -334,6 +336,8 @@ bool reconcile_if_needed(void)
         return false;
     }
     state->reconcile_needed = !done;
+    if (done)
+        redis_succeeded(state->ctx.session);
     return done;
 }
 
