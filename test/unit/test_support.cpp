@@ -1,4 +1,5 @@
-// Unit-test support: poll()-based waiters and a private redis-server per test.
+// Unit-test support: poll()-based waiters and a private redis-server per test, verified to be the
+// server that answers on its loopback port.
 #include "test_support.h"
 
 #include <arpa/inet.h>
@@ -15,8 +16,11 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -73,20 +77,116 @@ int free_port()
     return port;
 }
 
+namespace {
+
+constexpr int kStartTries = 5;
+
+// The value after the last `name` in args ("" when absent): redis-server keeps the last one given.
+std::string last_arg_value(const std::vector<std::string>& args, std::string_view name)
+{
+    std::string value;
+    for (std::size_t i = 0; i + 1 < args.size(); ++i)
+        if (args[i] == name)
+            value = args[i + 1];
+    return value;
+}
+
+// The last `lines` lines of a log, joined by " | " ("" when unreadable).
+std::string log_tail(const std::string& path, std::size_t lines)
+{
+    std::ifstream in(path);
+    std::vector<std::string> kept;
+    for (std::string line; std::getline(in, line);) {
+        kept.push_back(line);
+        if (kept.size() > lines)
+            kept.erase(kept.begin());
+    }
+    std::string out;
+    for (const std::string& line : kept)
+        out += (out.empty() ? "" : " | ") + line;
+    return out;
+}
+
+// A field of an INFO reply ("" when absent).
+std::string info_field(const std::string& info, std::string_view field)
+{
+    std::string key = "\n" + std::string(field) + ":";
+    std::string text = "\n" + info;
+    std::size_t at = text.find(key);
+    if (at == std::string::npos)
+        return {};
+    at += key.size();
+    std::size_t end = text.find_first_of("\r\n", at);
+    return text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+// INFO server from endpoint (AUTH with its password): true with the reply text, or false with why.
+bool info_server(const redis::RedisEndpoint& endpoint, std::string* info, std::string* why)
+{
+    redis::RedisConnection conn;
+    PollWaiter waiter;
+    redis::RedisStatus st = conn.connect(endpoint, 2000, waiter);
+    if (!st.ok()) {
+        *why = "connect: " + st.message;
+        return false;
+    }
+    redis::CommandPipeline pipeline;
+    pipeline.add({"INFO", "server"});
+    std::vector<redis::RedisReply> replies;
+    st = conn.execute(pipeline, &replies, 2000, waiter);
+    if (!st.ok() || replies.size() != 1) {
+        *why = "INFO server: " + st.message;
+        return false;
+    }
+    if (replies[0].is_error()) {
+        *why = "INFO server: " + replies[0].str;
+        return false;
+    }
+    *info = replies[0].str;
+    return true;
+}
+
+}  // namespace
+
 bool RedisServer::start(const std::vector<std::string>& extra_args)
+{
+    for (int attempt = 1; attempt <= kStartTries; ++attempt) {
+        Launch launched = launch(extra_args);
+        if (launched == Launch::Started) {
+            error_.clear();
+            return true;
+        }
+        stop();
+        if (launched == Launch::Failed)
+            break;
+        if (attempt < kStartTries)
+            std::fprintf(stderr, "[test_support] %s: starting redis-server again on another port\n", error_.c_str());
+        else
+            error_ += " (" + std::to_string(kStartTries) + " tries, each on another port)";
+    }
+    ADD_FAILURE() << "redis-server did not start: " << error_;
+    return false;
+}
+
+RedisServer::Launch RedisServer::launch(const std::vector<std::string>& extra_args)
 {
     stop();
     char tmpl[] = "/tmp/jobbuf-unit-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr)
-        return false;
+    if (mkdtemp(tmpl) == nullptr) {
+        error_ = std::string("mkdtemp: ") + std::strerror(errno);
+        return Launch::Failed;
+    }
     dir_ = tmpl;
     socket_path_ = dir_ + "/redis.sock";
     port_ = free_port();
-    if (port_ <= 0)
-        return false;
+    if (port_ <= 0) {
+        error_ = "no free loopback port";
+        return Launch::Failed;
+    }
 
     const char* binary = getenv("REDIS_SERVER");
     std::string server = binary != nullptr && *binary != '\0' ? binary : "/usr/bin/redis-server";
+    const std::string log_path = dir_ + "/redis.log";
     std::vector<std::string> args = {server,
                                      "--port",
                                      std::to_string(port_),
@@ -105,16 +205,22 @@ bool RedisServer::start(const std::vector<std::string>& extra_args)
                                      "--daemonize",
                                      "no",
                                      "--logfile",
-                                     dir_ + "/redis.log"};
+                                     log_path};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
+    // The plain TCP port the server listens on (a test may pass "--port 0": TLS only, nothing to check
+    // here), and the password the unix socket and that port then ask for.
+    const int tcp_port = std::atoi(last_arg_value(args, "--port").c_str());
+    const std::string password = last_arg_value(args, "--requirepass");
     std::vector<char*> argv;
     for (std::string& a : args)
         argv.push_back(a.data());
     argv.push_back(nullptr);
 
     pid_ = fork();
-    if (pid_ < 0)
-        return false;
+    if (pid_ < 0) {
+        error_ = std::string("fork: ") + std::strerror(errno);
+        return Launch::Failed;
+    }
     if (pid_ == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         int null_fd = open("/dev/null", O_RDWR);
@@ -131,7 +237,10 @@ bool RedisServer::start(const std::vector<std::string>& extra_args)
         int status = 0;
         if (waitpid(pid_, &status, WNOHANG) == pid_) {
             pid_ = -1;
-            return false;
+            std::string log = log_tail(log_path, 2);
+            error_ = server + " on port " + std::to_string(port_) + " exited: " + log;
+            // Its port was taken between free_port() and its bind (strerror(EADDRINUSE)).
+            return log.find("Address already in use") != std::string::npos ? Launch::PortTaken : Launch::Failed;
         }
         struct stat st;
         if (::stat(socket_path_.c_str(), &st) == 0) {
@@ -144,13 +253,54 @@ bool RedisServer::start(const std::vector<std::string>& extra_args)
                 redis::CommandPipeline ping;
                 ping.add({"PING"});
                 std::vector<redis::RedisReply> replies;
-                if (conn.execute(ping, &replies, 1000, waiter).ok())
-                    return true;  // PONG or NOAUTH
+                if (conn.execute(ping, &replies, 1000, waiter).ok())  // PONG or NOAUTH
+                    return tcp_port > 0 ? check_tcp_identity(tcp_port, password) : Launch::Started;
             }
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    return false;
+    error_ = server + " (pid " + std::to_string(pid_) + ") did not answer on " + socket_path_ +
+             " within 10 s: " + log_tail(log_path, 3);
+    return Launch::Failed;
+}
+
+RedisServer::Launch RedisServer::check_tcp_identity(int tcp_port, const std::string& password)
+{
+    const std::string where = "127.0.0.1:" + std::to_string(tcp_port);
+    // The unix socket lives in our private directory: whoever answers there is the child.
+    redis::RedisEndpoint unix_ep;
+    unix_ep.kind = redis::RedisEndpoint::Kind::Unix;
+    unix_ep.socket_path = socket_path_;
+    unix_ep.password = password;
+    std::string ours, why;
+    if (!info_server(unix_ep, &ours, &why)) {
+        error_ = "redis-server (pid " + std::to_string(pid_) + ") on " + socket_path_ + ": " + why;
+        return Launch::Failed;
+    }
+    const std::string run_id = info_field(ours, "run_id");
+    if (info_field(ours, "process_id") != std::to_string(pid_) || run_id.empty()) {
+        error_ = socket_path_ + " answers as process_id " + info_field(ours, "process_id") + ", not as the child pid " +
+                 std::to_string(pid_);
+        return Launch::Failed;
+    }
+    // The port the tests connect to must reach the same process: not another run's server that took
+    // the port meanwhile.
+    redis::RedisEndpoint tcp_ep;
+    tcp_ep.host = "127.0.0.1";
+    tcp_ep.port = tcp_port;
+    tcp_ep.password = password;
+    std::string theirs;
+    if (!info_server(tcp_ep, &theirs, &why)) {
+        error_ = where + " did not answer as redis-server pid " + std::to_string(pid_) + ": " + why;
+        return Launch::PortTaken;
+    }
+    if (info_field(theirs, "run_id") != run_id || info_field(theirs, "process_id") != std::to_string(pid_)) {
+        error_ = where + " is another server (process_id " + info_field(theirs, "process_id") + ", run_id " +
+                 info_field(theirs, "run_id") + "), not the redis-server started (pid " + std::to_string(pid_) +
+                 ", run_id " + run_id + ")";
+        return Launch::PortTaken;
+    }
+    return Launch::Started;
 }
 
 void RedisServer::stop()

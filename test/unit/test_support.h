@@ -1,6 +1,6 @@
 // Unit-test support: a poll()-based IoWaiter, an interrupting one, a private redis-server
-// started on a free loopback port and a unix socket in a temporary directory, and a test fixture
-// connected to one.
+// started on a free loopback port and a unix socket in a temporary directory (verified to be the
+// server answering on that port), and a test fixture connected to one.
 #pragma once
 #include <sys/types.h>
 
@@ -49,9 +49,16 @@ public:
     RedisServer& operator=(const RedisServer&) = delete;
     ~RedisServer() { stop(); }
 
-    // Starts redis-server with extra arguments; waits until it answers (at most 10 s).
+    // Starts redis-server with extra arguments on a free loopback port; waits until it answers (at
+    // most 10 s a try) and until 127.0.0.1:port() answers as that very process (INFO server's
+    // process_id and run_id, compared with what the private unix socket answers). Between
+    // free_port() and the server's bind another process (another test run's server) can take the
+    // port: the server then exits with "Address already in use", or another server answers on the
+    // port; either way it starts again on a new port, at most 5 tries. On failure adds a gtest
+    // failure naming the reason and returns false (error() keeps it).
     bool start(const std::vector<std::string>& extra_args = {});
     void stop();
+    const std::string& error() const { return error_; }
 
     int port() const { return port_; }
     pid_t pid() const { return pid_; }
@@ -59,10 +66,17 @@ public:
     std::string url(std::string_view credentials = {}, int db = 0) const;
 
 private:
+    enum class Launch { Started, PortTaken, Failed };
+    // One try: a new directory and port, the child started and checked; sets error_ unless Started.
+    Launch launch(const std::vector<std::string>& extra_args);
+    // Whether 127.0.0.1:tcp_port answers as the child (unix socket's run_id and our pid); sets error_.
+    Launch check_tcp_identity(int tcp_port, const std::string& password);
+
     pid_t pid_ = -1;
     int port_ = 0;
     std::string dir_;
     std::string socket_path_;
+    std::string error_;
 };
 
 // Connects to url (ASSERT-style failures are reported through gtest) and returns the status.
