@@ -9,6 +9,7 @@
 struct DrainContext {
     jobbuf::redis::DrainSession* session;
     LatchIoWaiter* waiter;
+    uint64 pass;  // the drain worker's pass (a depth read in it stands for the rest of it: depth_cap.h)
 };
 
 enum class BatchOutcome {

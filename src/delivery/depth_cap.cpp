@@ -45,15 +45,56 @@ bool depth_room_for(DrainContext* ctx, const ActiveQueue* q, QueueProgress* prog
         result->outcome = BatchOutcome::DepthCapped;
         return false;
     }
-    long long depth = 0;
-    SessionReport report = jobbuf::redis::drain_session_depth(ctx->session, *ctx->waiter, q->target, &depth);
-    ctx->waiter->raise_pending();
-    if (report.status != SessionReport::Status::Ok) {
-        result->outcome = outcome_of(report.status);
-        set_batch_message(result, report.message);
-        return false;
+    if (progress->depth_pass != ctx->pass) {
+        long long depth = 0;
+        SessionReport report = jobbuf::redis::drain_session_depth(ctx->session, *ctx->waiter, q->target, &depth);
+        ctx->waiter->raise_pending();
+        if (report.status != SessionReport::Status::Ok) {
+            result->outcome = outcome_of(report.status);
+            set_batch_message(result, report.message);
+            return false;
+        }
+        progress->depth = depth;
+        progress->depth_pass = ctx->pass;
     }
-    return room_at_depth(cap, depth, now, progress, limit, result);
+    return room_at_depth(cap, progress->depth, now, progress, limit, result);
+}
+
+void read_pass_depths(DrainContext* ctx, const ActiveQueue* const* queues, QueueProgress* const* progress, int count)
+{
+    TimestampTz now = GetCurrentTimestamp();
+    auto* targets = static_cast<const jobbuf::redis::QueueTarget**>(palloc(sizeof(void*) * Max(count, 1)));
+    auto* read_into = static_cast<QueueProgress**>(palloc(sizeof(void*) * Max(count, 1)));
+    int n = 0;
+    for (int i = 0; i < count; i++) {
+        if (!progress[i]->pending || queues[i]->group_delivery || now < progress[i]->capped_until ||
+            jobbuf::redis::queue_target_max_in_redis(queues[i]->target) <= 0)
+            continue;
+        targets[n] = queues[i]->target;
+        read_into[n++] = progress[i];
+    }
+    if (n > 1) {  // (one queue reads its own in the same one round trip)
+        auto* depths = static_cast<long long*>(palloc(sizeof(long long) * n));
+        auto* read = static_cast<bool*>(palloc(sizeof(bool) * n));
+        SessionReport report = jobbuf::redis::drain_session_depths(ctx->session, *ctx->waiter, targets,
+                                                                   static_cast<std::size_t>(n), depths, read);
+        ctx->waiter->raise_pending();
+        for (int i = 0; i < n && report.status == SessionReport::Status::Ok; i++)
+            if (read[i]) {
+                read_into[i]->depth = depths[i];
+                read_into[i]->depth_pass = ctx->pass;
+            }
+        pfree(depths);
+        pfree(read);
+    }
+    pfree(targets);
+    pfree(read_into);
+}
+
+void depth_spent(const DrainContext* ctx, QueueProgress* progress, int64 jobs)
+{
+    if (progress->depth_pass == ctx->pass)
+        progress->depth += jobs;
 }
 
 bool group_depth_room_for(const ActiveQueue* q, QueueProgress* progress, int* limit, BatchResult* result)

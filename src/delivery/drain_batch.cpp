@@ -326,6 +326,7 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
     batch_committed(progress, taken);
     publish_batch_counters(delivered);
     rate_spent(q, delivered + rejected);
+    depth_spent(ctx, progress, delivered);
     if (rejected > 0) {
         ereport(WARNING, (errmsg("jobbuf: Redis rejected " INT64_FORMAT " job(s) of queue \"%s\"; moved to jobbuf.dead",
                                  rejected, q->name),

@@ -543,6 +543,25 @@ void publish_flow(void)
         delay_redis_attempts(0);
 }
 
+// The depths of the pass's capped queues, in one round trip (depth_cap.h): of the pending queues
+// it will try.
+void read_depths_of_pass(const ActiveQueue* queues, const int* order, int npending, TimestampTz pass_started)
+{
+    auto* tried = static_cast<const ActiveQueue**>(palloc(sizeof(void*) * Max(npending, 1)));
+    auto* progress = static_cast<QueueProgress**>(palloc(sizeof(void*) * Max(npending, 1)));
+    int n = 0;
+    for (int k = 0; k < npending; k++) {
+        const ActiveQueue* q = &queues[order[k]];
+        if (queue_backing_off(q->name, pass_started) || target_refused(state->ctx.session, q))
+            continue;
+        tried[n] = q;
+        progress[n++] = cached_queue_progress(q->name, &q->progress);
+    }
+    read_pass_depths(&state->ctx, tried, progress, n);
+    pfree(tried);
+    pfree(progress);
+}
+
 // One wake-up's work: passes over the queues with new work, one batch (or group) per queue per
 // pass, until none of them has a full batch left; each pass also takes the commits that arrived
 // during the previous one, so a queue with a long backlog cannot hold back a queue with one new
@@ -600,6 +619,8 @@ long drain_round(void)
         TimestampTz pass_started = GetCurrentTimestamp();
         const int* order = nullptr;
         int npending = pending_queues_in_order(start, &order);
+        state->ctx.pass++;
+        read_depths_of_pass(queues, order, npending, pass_started);
         int batches_of_queue = 0;  // of queue order[k] in this pass: up to its weight
         int again = -1;            // the k that gets another batch
         for (int k = 0; k < npending; k++) {

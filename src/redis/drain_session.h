@@ -183,6 +183,13 @@ int drain_session_memory_readings(const DrainSession* session, NodeMemoryReading
 SessionReport drain_session_depth(DrainSession* session, IoWaiter& waiter, const QueueTarget* target,
                                   long long* depth) noexcept;
 
+// The depths of count targets (as drain_session_depth reads each) in one round trip, one per
+// master on a Cluster. read[i] says whether depths[i] was read: a target refused here, or whose
+// reply was not a depth (a redirection, an error), is left for drain_session_depth. A failed
+// round trip ends the reading (the connection is closed, as for any failed round trip).
+SessionReport drain_session_depths(DrainSession* session, IoWaiter& waiter, const QueueTarget* const* targets,
+                                   std::size_t count, long long* depths, bool* read) noexcept;
+
 // Whether the session delivers to a Redis Cluster (which 1.1 could not reach: no 1.1 marker there).
 bool drain_session_on_cluster(const DrainSession* session) noexcept;
 

@@ -12,6 +12,9 @@
 #    - celery with a stock Celery worker, 1,000 tasks, cap 100 (LLEN of the Celery queue);
 #  * max_rate 500 (jobs/s) on a list nobody reads, 20,000 staged: no sampled window of t s holds
 #    more than 500 × t + 500 (the bucket), and the first 30 s hold at least 95 % of 15,000;
+#  * 100 capped queues (weight 3) waiting at their cap with nobody reading: each holds exactly its
+#    cap, and their depths are read again in one round trip per pass (Redis's LLEN calls outnumber
+#    the reads it processed twentyfold; one read per queue would make them about equal);
 #  * bad values refused at jobbuf_create_queue / jobbuf_alter_queue, nothing changed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -161,6 +164,27 @@ worst=$(awk '{ b[NR] = $1; n[NR] = $2; a[NR] = $3 }
         print int(w) }' "$JB_RUN/rated.samples")
 expect_le "max_rate: no sampled window of t s holds more than 500 × t + 500 (worst excess $worst)" "$worst" 0
 check "max_rate: it holds back (far from 20,000 at once)" test "$count30" -le 16000
+
+# ---- many queues at their cap: one round trip reads all their depths
+jb_sql "SELECT jobbuf_drop_queue('rated', force => true)" >/dev/null || fail "the rated queue (its pushes count as reads too) is dropped"
+jb_psql -q -o /dev/null <<'SQL'
+SELECT jobbuf_create_queue('w' || n, 'list', '{"max_in_redis": 5, "weight": 3}') FROM generate_series(1, 100) n;
+SQL
+release "SELECT count(*) FROM generate_series(1, 100) q, LATERAL jobbuf_stage('w' || q, ARRAY(SELECT jsonb_build_object('n', n) FROM generate_series(1, 20) n))"
+enable
+all_capped() { [ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue LIKE 'w%'")" = 1500 ]; }
+jb_wait_until all_capped 30 || fail "each of the 100 queues pushed its cap ($(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue LIKE 'w%'") staged)"
+stat_of() { jb_redis INFO "$1" | tr -d '\r' | sed -n "s/^$2//p"; }
+llen_before=$(stat_of commandstats 'cmdstat_llen:calls=' | cut -d, -f1)
+reads_before=$(stat_of stats 'total_reads_processed:')
+sleep 3
+llen_calls=$(( $(stat_of commandstats 'cmdstat_llen:calls=' | cut -d, -f1) - llen_before ))
+reads=$(( $(stat_of stats 'total_reads_processed:') - reads_before ))
+say "100 queues at their cap for 3 s: $llen_calls LLEN calls in $reads reads Redis processed"
+check "the capped queues' depths are read again while they wait" test "$llen_calls" -ge 1000
+check "one round trip reads the depths of every waiting queue" test "$llen_calls" -ge $((20 * reads))
+depths=$(for n in $(seq 1 100); do jb_redis LLEN "jobbuf:w$n"; done | sort -u | tr '\n' ' ')
+expect_eq "each queue holds exactly its cap (a weight of 3 pushes no more)" "$depths" "5 "
 
 # ---- bad values
 refused() {  # WHAT SQL PATTERN
