@@ -9,7 +9,7 @@
 struct DrainContext {
     jobbuf::redis::DrainSession* session;
     LatchIoWaiter* waiter;
-    uint64 pass;  // the drain worker's pass (a depth read in it stands for the rest of it: depth_cap.h)
+    uint64 pass;  // the drain worker's pass (depth_cap.h lists the capped queues of each)
 };
 
 enum class BatchOutcome {

@@ -276,6 +276,7 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
         // Nothing of this unit ran (Refused), or we cannot know (connection lost): the DELETE
         // rolls back and the marker, if the EXEC did run, lets reconciliation finish the job.
         abort_worker_transaction();
+        depth_unknown(q);
         result.outcome = outcome_of(report.status);
         result.reconcile_needed = report.status != SessionReport::Status::Refused;
         set_batch_message(&result, report.message);
@@ -326,7 +327,7 @@ BatchResult drain_one_batch(DrainContext* ctx, const ActiveQueue* q, QueueProgre
     batch_committed(progress, taken);
     publish_batch_counters(delivered);
     rate_spent(q, delivered + rejected);
-    depth_spent(ctx, progress, delivered);
+    depth_spent(q, delivered);
     if (rejected > 0) {
         ereport(WARNING, (errmsg("jobbuf: Redis rejected " INT64_FORMAT " job(s) of queue \"%s\"; moved to jobbuf.dead",
                                  rejected, q->name),

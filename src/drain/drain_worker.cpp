@@ -544,22 +544,30 @@ void publish_flow(void)
 }
 
 // The depths of the pass's capped queues, in one round trip (depth_cap.h): of the pending queues
-// it will try.
-void read_depths_of_pass(const ActiveQueue* queues, const int* order, int npending, TimestampTz pass_started)
+// it will try, in its order. False when that failed (reported as any Redis call is).
+bool read_depths_of_pass(const ActiveQueue* queues, const int* order, int npending, TimestampTz pass_started)
 {
-    auto* tried = static_cast<const ActiveQueue**>(palloc(sizeof(void*) * Max(npending, 1)));
-    auto* progress = static_cast<QueueProgress**>(palloc(sizeof(void*) * Max(npending, 1)));
-    int n = 0;
-    for (int k = 0; k < npending; k++) {
-        const ActiveQueue* q = &queues[order[k]];
-        if (queue_backing_off(q->name, pass_started) || target_refused(state->ctx.session, q))
-            continue;
-        tried[n] = q;
-        progress[n++] = cached_queue_progress(q->name, &q->progress);
+    SessionReport report;
+    if (!run_guarded([&] {
+            auto* tried = static_cast<const ActiveQueue**>(palloc(sizeof(void*) * Max(npending, 1)));
+            auto* progress = static_cast<QueueProgress**>(palloc(sizeof(void*) * Max(npending, 1)));
+            int n = 0;
+            for (int k = 0; k < npending; k++) {
+                const ActiveQueue* q = &queues[order[k]];
+                if (jobbuf::redis::queue_target_max_in_redis(q->target) <= 0 ||
+                    queue_backing_off(q->name, pass_started) || target_refused(state->ctx.session, q))
+                    continue;
+                tried[n] = q;
+                progress[n++] = cached_queue_progress(q->name, &q->progress);
+            }
+            report = read_pass_depths(&state->ctx, tried, progress, n);
+            pfree(tried);
+            pfree(progress);
+        })) {
+        database_failed();
+        return false;
     }
-    read_pass_depths(&state->ctx, tried, progress, n);
-    pfree(tried);
-    pfree(progress);
+    return session_call_succeeded(report);
 }
 
 // One wake-up's work: passes over the queues with new work, one batch (or group) per queue per
@@ -620,7 +628,8 @@ long drain_round(void)
         const int* order = nullptr;
         int npending = pending_queues_in_order(start, &order);
         state->ctx.pass++;
-        read_depths_of_pass(queues, order, npending, pass_started);
+        if (!read_depths_of_pass(queues, order, npending, pass_started))
+            return redis_backoff_ms();
         int batches_of_queue = 0;  // of queue order[k] in this pass: up to its weight
         int again = -1;            // the k that gets another batch
         for (int k = 0; k < npending; k++) {

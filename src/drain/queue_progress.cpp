@@ -88,6 +88,8 @@ QueueProgress* queue_progress(const char* queue)
         entry->pending = false;
         entry->restarted = true;
         entry->capped_until = 0;
+        entry->depth_pass = 0;
+        entry->depth_candidate = 0;
         entry->partitions = nullptr;
     }
     return entry;

@@ -43,8 +43,8 @@ struct QueueProgress {
     bool pending;              // the queue needs (another) batch in this round
     bool restarted;            // the cursor was restarted and no batch has run from it yet
     TimestampTz capped_until;  // max_in_redis: its depth filled the cap; read again from then (depth_cap.h)
-    uint64 depth_pass;         // max_in_redis: the pass that read depth (depth_cap.h)
-    long long depth;           // as read then, plus the jobs pushed since
+    uint64 depth_pass;         // max_in_redis: the pass that listed it among its capped queues (depth_cap.h)
+    int depth_candidate;       // ... at this place
     PartitionCursors* partitions;  // fair_by: the partitions' walks (nullptr: every partition at its head)
 };
 

@@ -184,9 +184,11 @@ SessionReport drain_session_depth(DrainSession* session, IoWaiter& waiter, const
                                   long long* depth) noexcept;
 
 // The depths of count targets (as drain_session_depth reads each) in one round trip, one per
-// master on a Cluster. read[i] says whether depths[i] was read: a target refused here, or whose
-// reply was not a depth (a redirection, an error), is left for drain_session_depth. A failed
-// round trip ends the reading (the connection is closed, as for any failed round trip).
+// master on a Cluster. read[i] says whether depths[i] was read: a target refused here, whose
+// reply was not a depth (an error, a Cluster's redirection: none is followed), or on a Cluster
+// master that failed (its link closed, the others read) is left for drain_session_depth. A failed
+// round trip to a single server ends the reading (its connection closed, as for any failed round
+// trip); on a Cluster only an interruption does.
 SessionReport drain_session_depths(DrainSession* session, IoWaiter& waiter, const QueueTarget* const* targets,
                                    std::size_t count, long long* depths, bool* read) noexcept;
 

@@ -47,34 +47,9 @@ SessionReport drain_session_depths(DrainSession* session, IoWaiter& waiter, cons
     try {
         for (std::size_t i = 0; i < count; ++i)
             read[i] = false;
-        // The targets by the node that serves them (a single server: one group). On a cluster whose
-        // map is not known yet, by hash slot: the first round trip asks for the map.
-        std::map<long, std::vector<std::size_t>> groups;
-        for (std::size_t i = 0; i < count; ++i) {
-            long group = 0;
-            if (session->is_cluster()) {
-                std::string why;
-                int hash_slot = target_hash_slot(*targets[i], &why);
-                if (hash_slot < 0)
-                    continue;  // refused: its batch says why
-                const SlotMap& map = session->cluster.map;
-                int owner = map.known() ? map.owner[static_cast<std::size_t>(hash_slot)] : -1;
-                group = owner >= 0 ? owner : -1 - static_cast<long>(hash_slot);
-            }
-            groups[group].push_back(i);
-        }
-        for (const auto& [group, members] : groups) {
-            CommandPipeline pipeline;
-            for (std::size_t i : members)
-                targets[i]->add_depth_reads(&pipeline);
-            std::string why;
-            int hash_slot = session->is_cluster() ? target_hash_slot(*targets[members.front()], &why) : -1;
-            std::vector<RedisReply> replies;
-            RedisStatus status = session_round_trip(session, hash_slot, pipeline, &replies, session->timeout_ms, waiter);
-            if (!status.ok())
-                return report_failure(status, "reading queues' depths in Redis");
-            // A reply that is not a depth (a redirection to another master, an error) leaves its
-            // queue unread: its own read follows the redirection or reports the error.
+        // A reply that is not a depth (an error, a cluster's MOVED or ASK) leaves its target unread:
+        // its own read (drain_session_depth) follows the redirection or reports the error.
+        auto take = [&](const std::vector<std::size_t>& members, const std::vector<RedisReply>& replies) {
             std::size_t at = 0;
             for (std::size_t i : members) {
                 std::size_t n = targets[i]->depth_read_count();
@@ -83,6 +58,46 @@ SessionReport drain_session_depths(DrainSession* session, IoWaiter& waiter, cons
                     read[i] = targets[i]->depth_from(replies.data() + at, &depths[i], &error);
                 at += n;
             }
+        };
+        if (!session->is_cluster()) {
+            std::vector<std::size_t> members(count);
+            CommandPipeline pipeline;
+            for (std::size_t i = 0; i < count; ++i) {
+                members[i] = i;
+                targets[i]->add_depth_reads(&pipeline);
+            }
+            std::vector<RedisReply> replies;
+            RedisStatus status = session_round_trip(session, -1, pipeline, &replies, session->timeout_ms, waiter);
+            if (!status.ok())
+                return report_failure(status, "reading queues' depths in Redis");
+            take(members, replies);
+            return {};
+        }
+        // A Cluster: one round trip per master, as the slot map last read says; the targets of a
+        // slot no master serves (or before the map is known) are left unread. A master that fails
+        // leaves its targets unread (and its link closed) without ending the others' reads.
+        const SlotMap& map = session->cluster.map;
+        if (!map.known())
+            return {};
+        std::map<int, std::vector<std::size_t>> by_master;
+        for (std::size_t i = 0; i < count; ++i) {
+            std::string why;
+            int hash_slot = target_hash_slot(*targets[i], &why);
+            int owner = hash_slot < 0 ? -1 : map.owner[static_cast<std::size_t>(hash_slot)];
+            if (owner >= 0)
+                by_master[owner].push_back(i);
+        }
+        for (const auto& [owner, members] : by_master) {
+            CommandPipeline pipeline;
+            for (std::size_t i : members)
+                targets[i]->add_depth_reads(&pipeline);
+            std::vector<RedisReply> replies;
+            RedisStatus status = node_round_trip(session->cluster, owner, pipeline, &replies, session->timeout_ms,
+                                                 session->timeout_ms, waiter);
+            if (status.code == RedisStatus::Code::Interrupted)
+                return report_failure(status, "reading queues' depths in Redis");
+            if (status.ok())
+                take(members, replies);
         }
         return {};
     } catch (...) {

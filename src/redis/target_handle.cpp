@@ -46,6 +46,11 @@ long long queue_target_max_in_redis(const QueueTarget* target) noexcept
     return target->max_in_redis();
 }
 
+std::uint64_t queue_target_depth_identity(const QueueTarget* target) noexcept
+{
+    return target->depth_identity();
+}
+
 double queue_target_max_rate(const QueueTarget* target) noexcept
 {
     return target->max_rate();

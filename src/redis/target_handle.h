@@ -27,6 +27,9 @@ const TargetTraits* queue_target_traits(const QueueTarget* target) noexcept;
 // The queue option max_in_redis (0: no cap; see drain_session_depth).
 long long queue_target_max_in_redis(const QueueTarget* target) noexcept;
 
+// What its depth reads read (QueueTarget::depth_identity): equal for capped queues that share keys.
+std::uint64_t queue_target_depth_identity(const QueueTarget* target) noexcept;
+
 // The queue option max_rate, jobs per second (0: no limit; see delivery/rate_limit.h).
 double queue_target_max_rate(const QueueTarget* target) noexcept;
 

@@ -12,9 +12,11 @@
 #    - celery with a stock Celery worker, 1,000 tasks, cap 100 (LLEN of the Celery queue);
 #  * max_rate 500 (jobs/s) on a list nobody reads, 20,000 staged: no sampled window of t s holds
 #    more than 500 × t + 500 (the bucket), and the first 30 s hold at least 95 % of 15,000;
-#  * 100 capped queues (weight 3) waiting at their cap with nobody reading: each holds exactly its
-#    cap, and their depths are read again in one round trip per pass (Redis's LLEN calls outnumber
-#    the reads it processed twentyfold; one read per queue would make them about equal);
+#  * 100 capped list queues (weight 3) waiting at their cap with nobody reading, beside two queues
+#    sharing one key (one cap for the key), a bullmq queue and a stream queue whose keys already
+#    hold other jobs (each capped at a different depth): each key holds exactly its cap, and the
+#    depths are read again in one round trip per pass (Redis's LLEN calls outnumber the reads it
+#    processed twentyfold; one read per queue would make them about equal);
 #  * bad values refused at jobbuf_create_queue / jobbuf_alter_queue, nothing changed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -169,11 +171,23 @@ check "max_rate: it holds back (far from 20,000 at once)" test "$count30" -le 16
 jb_sql "SELECT jobbuf_drop_queue('rated', force => true)" >/dev/null || fail "the rated queue (its pushes count as reads too) is dropped"
 jb_psql -q -o /dev/null <<'SQL'
 SELECT jobbuf_create_queue('w' || n, 'list', '{"max_in_redis": 5, "weight": 3}') FROM generate_series(1, 100) n;
+SELECT jobbuf_create_queue('shared_a', 'list', '{"key": "jobbuf:shared", "max_in_redis": 6, "weight": 3}');
+SELECT jobbuf_create_queue('shared_b', 'list', '{"key": "jobbuf:shared", "max_in_redis": 6, "weight": 3}');
+SELECT jobbuf_create_queue('wb', 'bullmq', '{"max_in_redis": 7}');
+SELECT jobbuf_create_queue('ws', 'stream', '{"max_in_redis": 9}');
 SQL
+# Other writers' jobs already there: 3 in BullMQ's wait list, 2 entries in the stream.
+jb_redis RPUSH bull:wb:wait other-1 other-2 other-3 >/dev/null
+jb_redis XADD jobbuf:ws '*' other 1 >/dev/null
+jb_redis XADD jobbuf:ws '*' other 2 >/dev/null
 release "SELECT count(*) FROM generate_series(1, 100) q, LATERAL jobbuf_stage('w' || q, ARRAY(SELECT jsonb_build_object('n', n) FROM generate_series(1, 20) n))"
+jb_sql "SELECT count(*) FROM unnest(ARRAY['shared_a', 'shared_b', 'ws']) q, LATERAL jobbuf_stage(q, ARRAY(SELECT jsonb_build_object('n', n) FROM generate_series(1, 20) n))" >/dev/null
+jb_sql "SELECT count(*) FROM generate_series(1, 20) n, LATERAL jobbuf_stage('wb', jsonb_build_object('name', 'send', 'data', jsonb_build_object('n', n)))" >/dev/null
 enable
-all_capped() { [ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue LIKE 'w%'")" = 1500 ]; }
-jb_wait_until all_capped 30 || fail "each of the 100 queues pushed its cap ($(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue LIKE 'w%'") staged)"
+all_capped() { [ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue ~ '^w[0-9]+$'")" = 1500 ]; }
+jb_wait_until all_capped 30 || fail "each of the 100 queues pushed its cap ($(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue ~ '^w[0-9]+$'") staged)"
+others_capped() { [ "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue IN ('shared_a', 'shared_b', 'wb', 'ws')")" = $((80 - 6 - 4 - 7)) ]; }
+jb_wait_until others_capped 30 || fail "the shared key, bullmq and stream queues filled their caps ($(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue IN ('shared_a', 'shared_b', 'wb', 'ws')") staged)"
 stat_of() { jb_redis INFO "$1" | tr -d '\r' | sed -n "s/^$2//p"; }
 llen_before=$(stat_of commandstats 'cmdstat_llen:calls=' | cut -d, -f1)
 reads_before=$(stat_of stats 'total_reads_processed:')
@@ -185,6 +199,9 @@ check "the capped queues' depths are read again while they wait" test "$llen_cal
 check "one round trip reads the depths of every waiting queue" test "$llen_calls" -ge $((20 * reads))
 depths=$(for n in $(seq 1 100); do jb_redis LLEN "jobbuf:w$n"; done | sort -u | tr '\n' ' ')
 expect_eq "each queue holds exactly its cap (a weight of 3 pushes no more)" "$depths" "5 "
+expect_eq "two queues sharing a key: the key holds one cap, not one per queue" "$(jb_redis LLEN jobbuf:shared)" 6
+expect_eq "bullmq: wait holds 3 others + 4 pushed (its cap 7)" "$(jb_redis LLEN bull:wb:wait)" 7
+expect_eq "stream: 2 others + 7 pushed (its cap 9)" "$(jb_redis XLEN jobbuf:ws)" 9
 
 # ---- bad values
 refused() {  # WHAT SQL PATTERN

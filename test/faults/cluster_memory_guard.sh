@@ -14,9 +14,10 @@
 #  * one jobbuf WARNING, naming that master and the limit;
 #  * once the filler is deleted, 'held' is delivered: every job of both queues exactly once, in
 #    order, nothing dead-lettered.
-# Then max_in_redis on the cluster: 9 queues with a cap of 5 and 20 jobs each, their keys on every
-# master: each key holds exactly 5 (the depths of each master's queues are read in one round trip,
-# session_depth.cpp), and 5 popped from each key are made up again.
+# Then max_in_redis on the cluster: 30 queues with a cap of 5 and 20 jobs each, their keys on every
+# master: each key holds exactly 5, the depths of each master's queues are read in one round trip
+# (the masters' LLEN calls outnumber the reads they processed fourfold), and 5 popped from each key
+# are made up again.
 source "$(dirname "$0")/tools/lib.sh"
 source "$FAULTS_ROOT/test/harness/redis_cluster.sh"
 CHECKS_NAME=cluster_memory_guard
@@ -134,22 +135,37 @@ expect_eq "still one jobbuf WARNING" "$(log_since "$mark" | grep -cE 'WARNING: +
 
 # ---- max_in_redis on the cluster
 CAPPED=()
-for i in $(seq 1 9); do
+for i in $(seq 1 30); do
   key="{c$i}:jobs"
   jb_sql "SELECT jobbuf_create_queue('c$i', 'list', '{\"key\": \"$key\", \"max_in_redis\": 5}')" >/dev/null
   CAPPED+=("$key")
 done
 owners=$(for key in "${CAPPED[@]}"; do jb_cluster_owner "$key"; done | sort -u | wc -l)
 check "precondition: the capped queues' keys are on more than one master ($owners)" [ "$owners" -ge 2 ]
-jb_sql "SELECT count(jobbuf_stage('c' || q, jsonb_build_object('n', n))) FROM generate_series(1, 9) q, generate_series(1, 20) n" >/dev/null ||
+jb_sql "SELECT count(jobbuf_stage('c' || q, jsonb_build_object('n', n))) FROM generate_series(1, 30) q, generate_series(1, 20) n" >/dev/null ||
   fail "staging 20 jobs in each capped queue"
 depths() { local key; for key in "${CAPPED[@]}"; do redis-cli -p "$(jb_cluster_owner "$key")" LLEN "$key"; done | sort -u | tr '\n' ' '; }
 capped_staged() { jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue LIKE 'c%'"; }
-jb_wait_until "[ \"\$(capped_staged)\" = 135 ]" 30 || fail "the capped queues pushed 45 of 180 ($(capped_staged) staged)"
+jb_wait_until "[ \"\$(capped_staged)\" = 450 ]" 30 || fail "the capped queues pushed 150 of 600 ($(capped_staged) staged)"
 sleep 0.5  # a push past a cap would show now
 expect_eq "each capped queue's key holds exactly its max_in_redis" "$(depths)" "5 "
+# masters_stat SECTION FIELD: the sum over the masters.
+masters_stat() {
+  local port sum=0 n
+  for port in "${masters[@]}"; do
+    n=$(redis-cli -p "$port" INFO "$1" | tr -d '\r' | sed -n "s/^$2//p" | cut -d, -f1)
+    sum=$((sum + ${n:-0}))
+  done
+  echo "$sum"
+}
+llen0=$(masters_stat commandstats 'cmdstat_llen:calls=') reads0=$(masters_stat stats 'total_reads_processed:')
+sleep 2
+llen_calls=$(( $(masters_stat commandstats 'cmdstat_llen:calls=') - llen0 )) reads=$(( $(masters_stat stats 'total_reads_processed:') - reads0 ))
+say "30 queues at their cap for 2 s: $llen_calls LLEN calls in $reads reads the masters processed"
+check "one round trip per master reads its queues' depths ($llen_calls LLEN calls >= 4 x $reads reads)" \
+  test "$llen_calls" -ge 200 -a "$llen_calls" -ge $((4 * reads))
 for key in "${CAPPED[@]}"; do redis-cli -p "$(jb_cluster_owner "$key")" LPOP "$key" 5 >/dev/null; done
-jb_wait_until "[ \"\$(capped_staged)\" = 90 ]" 30 || fail "the capped queues made up what was popped ($(capped_staged) staged)"
+jb_wait_until "[ \"\$(capped_staged)\" = 300 ]" 30 || fail "the capped queues made up what was popped ($(capped_staged) staged)"
 sleep 0.5
 expect_eq "... and again after a consumer popped 5 from each" "$(depths)" "5 "
 faults_done

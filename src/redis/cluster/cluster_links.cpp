@@ -182,6 +182,28 @@ RedisStatus refresh_slot_map(ClusterLinks& cluster, long timeout_ms, IoWaiter& w
     }
 }
 
+RedisStatus node_round_trip(ClusterLinks& cluster, int owner, const CommandPipeline& pipeline,
+                            std::vector<RedisReply>* replies, long timeout_ms, long io_timeout_ms,
+                            IoWaiter& waiter) noexcept
+{
+    try {
+        if (owner < 0 || static_cast<std::size_t>(owner) >= cluster.map.nodes.size())
+            return io_failure(Code::ConnectFailed, "Redis Cluster: no such node in the slot map");
+        HostPort at = cluster.map.nodes[static_cast<std::size_t>(owner)].at;
+        RedisConnection* link = nullptr;
+        RedisStatus st = node_link(cluster, at, timeout_ms, waiter, &link);
+        if (!st.ok())
+            return st;
+        replies->clear();
+        st = link->execute(pipeline, replies, io_timeout_ms, waiter);
+        if (!st.ok())
+            cluster.links.erase(address_of(at));
+        return st;
+    } catch (...) {
+        return io_failure(Code::ConnectFailed, "out of memory in a round trip to a Redis Cluster node");
+    }
+}
+
 RedisStatus slot_round_trip(ClusterLinks& cluster, int slot, const CommandPipeline& pipeline,
                             const CommandPipeline* then, std::vector<RedisReply>* replies, long timeout_ms,
                             long io_timeout_ms, IoWaiter& waiter, SlotTrip* trip) noexcept

@@ -60,4 +60,11 @@ RedisStatus slot_round_trip(ClusterLinks& cluster, int slot, const CommandPipeli
                             const CommandPipeline* then, std::vector<RedisReply>* replies, long timeout_ms,
                             long io_timeout_ms, IoWaiter& waiter, SlotTrip* trip) noexcept;
 
+// Sends pipeline to the master map.nodes[owner] as it is, without following redirections: a
+// command for a slot that node no longer serves gets its MOVED or ASK reply back, for the caller
+// to handle (reads spread over many slots: depths). A failure closes that node's link only.
+RedisStatus node_round_trip(ClusterLinks& cluster, int owner, const CommandPipeline& pipeline,
+                            std::vector<RedisReply>* replies, long timeout_ms, long io_timeout_ms,
+                            IoWaiter& waiter) noexcept;
+
 }  // namespace jobbuf::redis

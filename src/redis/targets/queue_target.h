@@ -52,7 +52,10 @@ public:
     // only due jobs, as immediate ones: its target's own schedule (Sidekiq's, BullMQ's delayed
     // set) would hold jobs the cap does not count.
     long long max_in_redis() const { return max_in_redis_; }
-    void set_max_in_redis(long long cap);
+    void set_max_in_redis(long long cap);  // may throw std::bad_alloc
+    // Names what the depth reads read (a hash of their commands): capped queues that deliver into
+    // the same keys (a shared sidekiq_queue, celery_queue or key) have the same depth.
+    std::uint64_t depth_identity() const { return depth_identity_; }
     // The queue option max_rate, jobs per second (0: no limit), set by make_queue_target.
     double max_rate() const { return max_rate_; }
     void set_max_rate(double rate) { max_rate_ = rate; }
@@ -65,6 +68,7 @@ public:
 
 private:
     long long max_in_redis_ = 0;
+    std::uint64_t depth_identity_ = 0;
     double max_rate_ = 0;
     TargetTraits capped_traits_;
 };

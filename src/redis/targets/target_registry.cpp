@@ -72,6 +72,13 @@ void QueueTarget::append_group_payload(std::string_view group_id, const std::int
 void QueueTarget::set_max_in_redis(long long cap)
 {
     max_in_redis_ = cap;
+    // FNV-1a over the depth reads' bytes: the same commands, the same depth.
+    CommandPipeline reads;
+    add_depth_reads(&reads);
+    std::uint64_t hash = 14695981039346656037ULL;
+    for (unsigned char c : reads.wire())
+        hash = (hash ^ c) * 1099511628211ULL;
+    depth_identity_ = hash;
     capped_traits_ = traits();
     capped_traits_.carries_run_at = false;
 }
