@@ -115,6 +115,17 @@ SessionReport read_candidates(DrainContext* ctx, int from, int upto, TimestampTz
     return report;
 }
 
+// Back in the Postgres regime after a read: false, with the batch's outcome, when it failed.
+bool read_succeeded(DrainContext* ctx, const SessionReport& report, BatchResult* result)
+{
+    ctx->waiter->raise_pending();
+    if (report.status == SessionReport::Status::Ok)
+        return true;
+    result->outcome = outcome_of(report.status);
+    set_batch_message(result, report.message);
+    return false;
+}
+
 // Whether the cap holds at depth (read at now): otherwise *limit is lowered to the room left.
 bool room_at_depth(long long cap, long long depth, TimestampTz now, QueueProgress* progress, int* limit,
                    BatchResult* result)
@@ -148,26 +159,17 @@ bool depth_room_for(DrainContext* ctx, const ActiveQueue* q, QueueProgress* prog
     if (!fresh(reading, now) && progress->depth_pass == ctx->pass && candidates_pass == ctx->pass) {
         // Stale in the middle of the pass: again, with the capped queues the pass tries next.
         int from = progress->depth_candidate;
-        SessionReport report = read_candidates(ctx, from, Min(from + kLookahead, ncandidates), now);
-        ctx->waiter->raise_pending();
-        if (report.status != SessionReport::Status::Ok) {
-            result->outcome = outcome_of(report.status);
-            set_batch_message(result, report.message);
+        if (!read_succeeded(ctx, read_candidates(ctx, from, Min(from + kLookahead, ncandidates), now), result))
             return false;
-        }
         reading = reading_of(identity, false);
     }
     if (!fresh(reading, now)) {
         // Not read with the others (a queue the pass did not list, a redirection, an error reply):
         // its own round trip, which follows redirections and reports what fails.
         long long depth = 0;
-        SessionReport report = jobbuf::redis::drain_session_depth(ctx->session, *ctx->waiter, q->target, &depth);
-        ctx->waiter->raise_pending();
-        if (report.status != SessionReport::Status::Ok) {
-            result->outcome = outcome_of(report.status);
-            set_batch_message(result, report.message);
+        if (!read_succeeded(ctx, jobbuf::redis::drain_session_depth(ctx->session, *ctx->waiter, q->target, &depth),
+                            result))
             return false;
-        }
         reading = reading_of(identity, true);
         reading->depth = depth;
         reading->read_at = now;
@@ -225,20 +227,27 @@ SessionReport read_pass_depths(DrainContext* ctx, const ActiveQueue* const* queu
     return read_candidates(ctx, 0, ncandidates, GetCurrentTimestamp());
 }
 
-void depth_spent(const ActiveQueue* q, int64 jobs)
+namespace {
+
+// The reading of q's key (nullptr: none, or q has no cap).
+DepthReading* reading_of_queue(const ActiveQueue* q)
 {
     if (jobbuf::redis::queue_target_max_in_redis(q->target) <= 0)
-        return;
-    DepthReading* reading = reading_of(jobbuf::redis::queue_target_depth_identity(q->target), false);
+        return nullptr;
+    return reading_of(jobbuf::redis::queue_target_depth_identity(q->target), false);
+}
+
+}  // namespace
+
+void depth_spent(const ActiveQueue* q, int64 jobs)
+{
+    DepthReading* reading = reading_of_queue(q);
     if (reading != nullptr && reading->read_at != 0)
         reading->depth += jobs;
 }
 
 void depth_unknown(const ActiveQueue* q)
 {
-    if (jobbuf::redis::queue_target_max_in_redis(q->target) <= 0)
-        return;
-    DepthReading* reading = reading_of(jobbuf::redis::queue_target_depth_identity(q->target), false);
-    if (reading != nullptr)
+    if (DepthReading* reading = reading_of_queue(q))
         reading->read_at = 0;
 }
