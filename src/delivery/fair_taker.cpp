@@ -88,6 +88,7 @@ struct FairTake {
     Relation partitions;
     IndexScanDesc partition_scan;  // (queue, partition_key, id > after): one partition's walk
     IndexScanDesc discover_scan;   // (queue, partition_key > after): the next partition
+    IndexScanDesc between_scan;    // (queue, partition_key > after, partition_key < bound): the same, bounded
     Oid key_collation;
 };
 
@@ -170,6 +171,28 @@ void partition_turn(FairTake* f, Partition* p, bool fill)
     }
 }
 
+int compare_keys(const FairTake* f, text* a, text* b)
+{
+    return DatumGetInt32(DirectFunctionCall2Coll(bttextcmp, f->key_collation, PointerGetDatum(a), PointerGetDatum(b)));
+}
+
+int compare_key_pointers(const void* a, const void* b, void* arg)
+{
+    return compare_keys(static_cast<const FairTake*>(arg), *static_cast<text* const*>(a), *static_cast<text* const*>(b));
+}
+
+// The keys of the partitions the last committed batch left a cursor for, in key order.
+int sorted_cursor_keys(const FairTake* f, const QueueProgress* progress, text*** keys)
+{
+    const PartitionCursors* cursors = progress->partitions;
+    int n = cursors != nullptr ? cursors->count : 0;
+    *keys = static_cast<text**>(palloc(sizeof(text*) * Max(n, 1)));
+    for (int i = 0; i < n; i++)
+        (*keys)[i] = cstring_to_text_with_len(cursors->cursors[i].key, cursors->cursors[i].key_len);
+    qsort_arg(*keys, n, sizeof(text*), compare_key_pointers, const_cast<FairTake*>(f));
+    return n;
+}
+
 // The walk where the last committed batch left partition key (0 when it left none).
 int64 partition_cursor(const QueueProgress* progress, text* key)
 {
@@ -183,52 +206,76 @@ int64 partition_cursor(const QueueProgress* progress, text* key)
 // The first round: every partition in key order, from the one after where the last batch's first
 // round stopped, round to it again; each gives its oldest ready job. *stopped_at: the partition
 // where the batch filled up first (nullptr when the round went all the way round).
+//
+// The next partition is the first index entry past the last one's key, its key read from the
+// index alone. A partition the last batch left a cursor for is not looked for that way: the
+// entries of its jobs delivered since the last vacuum lie before its cursor, and once a walk has
+// marked them dead (a walk from the partition's head does, after a head pass) the index scan
+// steps over them one by one, thousands of pages a batch behind a long backlog. So the search
+// for the next partition stops at the next key with a cursor (an upper bound the scan checks
+// against each page's high key), and that partition is taken up at its cursor directly.
 int first_round(FairTake* f, const QueueProgress* progress, Partition* parts, int capacity, text** stopped_at)
 {
     const PartitionCursors* cursors = progress->partitions;
     text* start = nullptr;
     if (cursors != nullptr && cursors->next_key != nullptr)
         start = cstring_to_text_with_len(cursors->next_key, cursors->next_key_len);
+    text** cursor_keys = nullptr;
+    int ncursor_keys = sorted_cursor_keys(f, progress, &cursor_keys);
+    int next_cursor_key = 0;  // cursor_keys[next_cursor_key] is the first one past after
     text* after = start;
     bool wrapped = start == nullptr;
     int n = 0;
     *stopped_at = nullptr;
     while (!f->full && n < capacity) {
-        // A scan's keys are as many as it began with: the first partition is "partition_key IS NOT NULL".
-        ScanKeyData keys[2];
+        while (after != nullptr && next_cursor_key < ncursor_keys &&
+               compare_keys(f, cursor_keys[next_cursor_key], after) <= 0)
+            next_cursor_key++;
+        text* bound = next_cursor_key < ncursor_keys ? cursor_keys[next_cursor_key] : nullptr;
+        // A scan's keys are as many as it began with: the first partition is "partition_key IS
+        // NOT NULL" (or "< bound"), a bounded one past after has a third key.
+        IndexScanDesc scan = f->discover_scan;
+        ScanKeyData keys[3];
         ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid, f->partitions->rd_indcollation[0],
                                F_TEXTEQ, CStringGetTextDatum(f->queue));
+        int nkeys = 1;
         if (after != nullptr)
-            ScanKeyEntryInitialize(&keys[1], 0, 2, BTGreaterStrategyNumber, InvalidOid, f->key_collation, F_TEXT_GT,
-                                   PointerGetDatum(after));
-        else
-            ScanKeyEntryInitialize(&keys[1], SK_ISNULL | SK_SEARCHNOTNULL, 2, InvalidStrategy, InvalidOid, InvalidOid,
-                                   InvalidOid, Datum(0));
-        index_rescan(f->discover_scan, keys, 2, nullptr, 0);
+            ScanKeyEntryInitialize(&keys[nkeys++], 0, 2, BTGreaterStrategyNumber, InvalidOid, f->key_collation,
+                                   F_TEXT_GT, PointerGetDatum(after));
+        if (bound != nullptr)
+            ScanKeyEntryInitialize(&keys[nkeys++], 0, 2, BTLessStrategyNumber, InvalidOid, f->key_collation, F_TEXT_LT,
+                                   PointerGetDatum(bound));
+        if (nkeys == 1)
+            ScanKeyEntryInitialize(&keys[nkeys++], SK_ISNULL | SK_SEARCHNOTNULL, 2, InvalidStrategy, InvalidOid,
+                                   InvalidOid, InvalidOid, Datum(0));
+        if (nkeys == 3)
+            scan = f->between_scan;
+        index_rescan(scan, keys, nkeys, nullptr, 0);
         // The next entry's key, read from the index alone: finding the next partition never walks
         // the entries of jobs delivered since the last vacuum (it would, through the heap).
-        ItemPointer tid = index_getnext_tid(f->discover_scan, ForwardScanDirection);
-        if (tid == nullptr) {
+        ItemPointer tid = index_getnext_tid(scan, ForwardScanDirection);
+        text* key = bound;  // none before the bound: the partition with the next cursor
+        if (tid != nullptr) {
+            bool isnull = false;
+            key = DatumGetTextPP(index_getattr(scan->xs_itup, 2, scan->xs_itupdesc, &isnull));
+        } else if (bound == nullptr) {
             if (wrapped)
                 break;
             wrapped = true;  // round to the first partition
             after = nullptr;
+            next_cursor_key = 0;
             continue;
         }
-        bool isnull = false;
-        text* key = DatumGetTextPP(index_getattr(f->discover_scan->xs_itup, 2, f->discover_scan->xs_itupdesc, &isnull));
-        if (wrapped && start != nullptr &&
-            DatumGetInt32(DirectFunctionCall2Coll(bttextcmp, f->key_collation, PointerGetDatum(key),
-                                                  PointerGetDatum(start))) > 0)
+        if (wrapped && start != nullptr && compare_keys(f, key, start) > 0)
             break;  // all the way round
         Partition* p = &parts[n++];
-        p->key = static_cast<text*>(PG_DETOAST_DATUM_COPY(PointerGetDatum(key)));
+        p->key = tid != nullptr ? static_cast<text*>(PG_DETOAST_DATUM_COPY(PointerGetDatum(key))) : key;
         p->after_id = partition_cursor(progress, p->key);
         p->live = false;
         // A partition without a cursor whose first entry is a job visible now: that job, without a
         // second descent (a million partitions of one job each cost one descent a job).
         bool turned = false;
-        if (p->after_id == 0 && index_fetch_heap(f->discover_scan, f->take.slot)) {
+        if (tid != nullptr && p->after_id == 0 && index_fetch_heap(scan, f->take.slot)) {
             slot_getallattrs(f->take.slot);
             int64 id = DatumGetInt64(f->take.slot->tts_values[kJobsId - 1]);
             RowTake step = direct_take_row(&f->take, *f->target, f->bounds, f->taken);
@@ -308,6 +355,8 @@ bool take_jobs_fairly(const char* queue, const jobbuf::redis::TargetTraits& targ
     f.partition_scan = direct_take_scan(&f.take, f.partitions, 3);
     f.discover_scan = direct_take_scan(&f.take, f.partitions, 2);
     f.discover_scan->xs_want_itup = true;  // the partition key, read from the index (index-only)
+    f.between_scan = direct_take_scan(&f.take, f.partitions, 3);
+    f.between_scan->xs_want_itup = true;
 
     // Round one: the jobs without a key, then every partition once.
     int capacity = static_cast<int>(Min(f.limit, static_cast<uint64>(100000))) + kMaxPartitionCursors;
@@ -335,6 +384,7 @@ bool take_jobs_fairly(const char* queue, const jobbuf::redis::TargetTraits& targ
     index_endscan(f.waiting_scan);
     index_endscan(f.partition_scan);
     index_endscan(f.discover_scan);
+    index_endscan(f.between_scan);
     index_close(f.waiting, NoLock);
     direct_take_end(&f.take, f.partitions, taken);
     return true;
