@@ -1216,7 +1216,7 @@ phase_fair() {
       case $name in
         plain) jb_sql "UPDATE jobbuf.queues SET options = '{}' WHERE name = 'bench_fair'" >/dev/null; PRESTAGE_PARTITION= ;;
         one) jb_sql "SELECT jobbuf_alter_queue('bench_fair', '{\"fair_by\": \"partition_key\"}')" >/dev/null; PRESTAGE_PARTITION="'p'" ;;
-        many) PRESTAGE_PARTITION="'p' || g" ;;
+        many) jb_sql "SELECT jobbuf_alter_queue('bench_fair', '{\"fair_by\": \"partition_key\"}')" >/dev/null; PRESTAGE_PARTITION="'p' || g" ;;
       esac
       say "fair, round $round: list drain ($BENCH_JOBS jobs), $name"
       fair_perf start "$name-$round"

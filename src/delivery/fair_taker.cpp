@@ -90,6 +90,7 @@ struct FairTake {
     IndexScanDesc discover_scan;   // (queue, partition_key > after): the next partition
     IndexScanDesc between_scan;    // (queue, partition_key > after, partition_key < bound): the same, bounded
     Oid key_collation;
+    bool key_deterministic;  // keys equal under key_collation are equal byte for byte
 };
 
 bool batch_full(FairTake* f, RowTake step)
@@ -181,6 +182,22 @@ int compare_key_pointers(const void* a, const void* b, void* arg)
     return compare_keys(static_cast<const FairTake*>(arg), *static_cast<text* const*>(a), *static_cast<text* const*>(b));
 }
 
+// The partition key of the entry scan (one of the discover scans) stands on, read from the index.
+text* entry_key(IndexScanDesc scan)
+{
+    bool isnull = false;
+    return DatumGetTextPP(index_getattr(scan->xs_itup, 2, scan->xs_itupdesc, &isnull));
+}
+
+// Whether the entry scan stands on belongs to partition key (the index gives keys in order: an
+// entry past key's entries has a greater key).
+bool in_partition(const FairTake* f, IndexScanDesc scan, text* key)
+{
+    text* entry = entry_key(scan);
+    return f->key_deterministic ? same_key(key, VARDATA_ANY(entry), static_cast<int>(VARSIZE_ANY_EXHDR(entry)))
+                                : compare_keys(f, entry, key) <= 0;
+}
+
 // The keys of the partitions the last committed batch left a cursor for, in key order.
 int sorted_cursor_keys(const FairTake* f, const QueueProgress* progress, text*** keys)
 {
@@ -225,6 +242,12 @@ int first_round(FairTake* f, const QueueProgress* progress, Partition* parts, in
     int next_cursor_key = 0;  // cursor_keys[next_cursor_key] is the first one past after
     text* after = start;
     bool wrapped = start == nullptr;
+    // The scan that found the last partition, standing on its first entry: when the entry after it
+    // (on the leaf page the scan has read already) is another partition's, that is the next
+    // partition, found without a descent (a million partitions of one job each). Its keys still
+    // hold: no cursor key lies between the one it started after and its bound.
+    IndexScanDesc going = nullptr;
+    bool going_there = false;  // ... or already on the next partition's first entry
     int n = 0;
     *stopped_at = nullptr;
     while (!f->full && n < capacity) {
@@ -232,32 +255,44 @@ int first_round(FairTake* f, const QueueProgress* progress, Partition* parts, in
                compare_keys(f, cursor_keys[next_cursor_key], after) <= 0)
             next_cursor_key++;
         text* bound = next_cursor_key < ncursor_keys ? cursor_keys[next_cursor_key] : nullptr;
-        // A scan's keys are as many as it began with: the first partition is "partition_key IS
-        // NOT NULL" (or "< bound"), a bounded one past after has a third key.
-        IndexScanDesc scan = f->discover_scan;
-        ScanKeyData keys[3];
-        ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid, f->partitions->rd_indcollation[0],
-                               F_TEXTEQ, CStringGetTextDatum(f->queue));
-        int nkeys = 1;
-        if (after != nullptr)
-            ScanKeyEntryInitialize(&keys[nkeys++], 0, 2, BTGreaterStrategyNumber, InvalidOid, f->key_collation,
-                                   F_TEXT_GT, PointerGetDatum(after));
-        if (bound != nullptr)
-            ScanKeyEntryInitialize(&keys[nkeys++], 0, 2, BTLessStrategyNumber, InvalidOid, f->key_collation, F_TEXT_LT,
-                                   PointerGetDatum(bound));
-        if (nkeys == 1)
-            ScanKeyEntryInitialize(&keys[nkeys++], SK_ISNULL | SK_SEARCHNOTNULL, 2, InvalidStrategy, InvalidOid,
-                                   InvalidOid, InvalidOid, Datum(0));
-        if (nkeys == 3)
-            scan = f->between_scan;
-        index_rescan(scan, keys, nkeys, nullptr, 0);
-        // The next entry's key, read from the index alone: finding the next partition never walks
-        // the entries of jobs delivered since the last vacuum (it would, through the heap).
-        ItemPointer tid = index_getnext_tid(scan, ForwardScanDirection);
+        IndexScanDesc scan = going;
+        ItemPointer tid = nullptr;
+        if (going_there) {
+            tid = &going->xs_heaptid;
+        } else if (going != nullptr) {
+            tid = index_getnext_tid(going, ForwardScanDirection);
+            if (tid != nullptr && in_partition(f, going, after))
+                scan = nullptr;  // the last partition has more entries: a descent past them instead
+        }
+        going = nullptr;
+        going_there = false;
+        if (scan == nullptr) {
+            // A scan's keys are as many as it began with: the first partition is "partition_key IS
+            // NOT NULL" (or "< bound"), a bounded one past after has a third key.
+            scan = f->discover_scan;
+            ScanKeyData keys[3];
+            ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
+                                   f->partitions->rd_indcollation[0], F_TEXTEQ, CStringGetTextDatum(f->queue));
+            int nkeys = 1;
+            if (after != nullptr)
+                ScanKeyEntryInitialize(&keys[nkeys++], 0, 2, BTGreaterStrategyNumber, InvalidOid, f->key_collation,
+                                       F_TEXT_GT, PointerGetDatum(after));
+            if (bound != nullptr)
+                ScanKeyEntryInitialize(&keys[nkeys++], 0, 2, BTLessStrategyNumber, InvalidOid, f->key_collation,
+                                       F_TEXT_LT, PointerGetDatum(bound));
+            if (nkeys == 1)
+                ScanKeyEntryInitialize(&keys[nkeys++], SK_ISNULL | SK_SEARCHNOTNULL, 2, InvalidStrategy, InvalidOid,
+                                       InvalidOid, InvalidOid, Datum(0));
+            if (nkeys == 3)
+                scan = f->between_scan;
+            index_rescan(scan, keys, nkeys, nullptr, 0);
+            // The next entry's key, read from the index alone: finding the next partition never walks
+            // the entries of jobs delivered since the last vacuum (it would, through the heap).
+            tid = index_getnext_tid(scan, ForwardScanDirection);
+        }
         text* key = bound;  // none before the bound: the partition with the next cursor
         if (tid != nullptr) {
-            bool isnull = false;
-            key = DatumGetTextPP(index_getattr(scan->xs_itup, 2, scan->xs_itupdesc, &isnull));
+            key = entry_key(scan);
         } else if (bound == nullptr) {
             if (wrapped)
                 break;
@@ -272,21 +307,39 @@ int first_round(FairTake* f, const QueueProgress* progress, Partition* parts, in
         p->key = tid != nullptr ? static_cast<text*>(PG_DETOAST_DATUM_COPY(PointerGetDatum(key))) : key;
         p->after_id = partition_cursor(progress, p->key);
         p->live = false;
-        // A partition without a cursor whose first entry is a job visible now: that job, without a
-        // second descent (a million partitions of one job each cost one descent a job).
-        bool turned = false;
-        if (tid != nullptr && p->after_id == 0 && index_fetch_heap(scan, f->take.slot)) {
-            slot_getallattrs(f->take.slot);
-            int64 id = DatumGetInt64(f->take.slot->tts_values[kJobsId - 1]);
-            RowTake step = direct_take_row(&f->take, *f->target, f->bounds, f->taken);
-            if (step != RowTake::Full)
-                p->after_id = id;
-            bool full = batch_full(f, step);  // always: it is what ends the round at the batch's size
-            turned = step == RowTake::Taken || step == RowTake::TakenFull || full;
-            p->live = turned;
-        }
-        if (!turned)
+        // A partition without a cursor: its walk from its head is the scan's own walk on from this
+        // entry (the same entries in the same order), so its turn goes on in this scan, without a
+        // second descent: its oldest job visible now, entry by entry (a million partitions of one
+        // job each cost no descent a job; a partition whose jobs were all delivered since the last
+        // vacuum, met again after a head pass, costs its entries, not two descents).
+        if (tid != nullptr && p->after_id == 0) {
+            for (;;) {
+                if (index_fetch_heap(scan, f->take.slot)) {
+                    slot_getallattrs(f->take.slot);
+                    int64 id = DatumGetInt64(f->take.slot->tts_values[kJobsId - 1]);
+                    RowTake step = direct_take_row(&f->take, *f->target, f->bounds, f->taken);
+                    if (step != RowTake::Full)
+                        p->after_id = id;
+                    bool full = batch_full(f, step);  // always: it is what ends the round at the batch's size
+                    if (step == RowTake::Taken || step == RowTake::TakenFull || full) {
+                        p->live = true;
+                        going = scan;  // on the job taken: the next entry may be the next partition's
+                        break;
+                    }
+                }
+                if (index_getnext_tid(scan, ForwardScanDirection) == nullptr)
+                    break;  // nothing after it within the scan's keys: the next search descends
+                if (!in_partition(f, scan, p->key)) {
+                    going = scan;  // on the next partition's first entry
+                    going_there = true;
+                    break;
+                }
+            }
+        } else {
             partition_turn(f, p, false);
+            if (tid != nullptr)
+                going = scan;
+        }
         after = p->key;
         if (f->full || n == capacity)
             *stopped_at = p->key;
@@ -346,6 +399,7 @@ bool take_jobs_fairly(const char* queue, const jobbuf::redis::TargetTraits& targ
     f.taken = taken;
     f.limit = static_cast<uint64>(Max(limit, 1));
     f.key_collation = f.partitions->rd_indcollation[1];
+    f.key_deterministic = !OidIsValid(f.key_collation) || get_collation_isdeterministic(f.key_collation);
     f.unkeyed_after = progress->after_id;
     f.unkeyed_live = true;
     f.unkeyed_budget =
