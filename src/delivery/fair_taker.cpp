@@ -351,9 +351,8 @@ int first_round(FairTake* f, const QueueProgress* progress, Partition* parts, in
 
 // Keeps where the partitions that may have more jobs stand (at most kMaxPartitionCursors), and
 // where the next batch's first round starts, in a set installed once the batch commits.
-PartitionCursors* cursors_after(const Partition* parts, int n, text* stopped_at, bool unkeyed_found)
+void cursors_after(PartitionCursors* cursors, const Partition* parts, int n, text* stopped_at, bool unkeyed_found)
 {
-    PartitionCursors* cursors = new_partition_cursors();
     cursors->unkeyed_found = unkeyed_found;
     MemoryContext old = MemoryContextSwitchTo(cursors->cxt);
     for (int i = 0; i < n && cursors->count < kMaxPartitionCursors; i++) {
@@ -370,7 +369,6 @@ PartitionCursors* cursors_after(const Partition* parts, int n, text* stopped_at,
             memcpy(palloc(cursors->next_key_len + 1), VARDATA_ANY(stopped_at), cursors->next_key_len));
     }
     MemoryContextSwitchTo(old);
-    return cursors;
 }
 
 }  // namespace
@@ -379,11 +377,16 @@ bool take_jobs_fairly(const char* queue, const jobbuf::redis::TargetTraits& targ
                       const QueueProgress* progress, TakeBounds bounds, TakenBatch* taken)
 {
     free_partition_cursors(uninstalled);
-    uninstalled = nullptr;
+    // Made before the batch's own memory: a set made after it, in the middle of the heap the
+    // batch then frees, made glibc give that memory back and fault it in again on every batch.
+    uninstalled = new_partition_cursors();
     FairTake f{};
     if (!direct_take_begin(&f.take, "jobs_partition_waiting", partition_index_is_pristine, limit, taken,
-                           &f.partitions))
+                           &f.partitions)) {
+        free_partition_cursors(uninstalled);
+        uninstalled = nullptr;
         return false;
+    }
     Oid waiting_oid = get_relname_relid("jobs_waiting", RelationGetNamespace(f.take.jobs));
     f.waiting = OidIsValid(waiting_oid) ? index_open(waiting_oid, AccessShareLock) : nullptr;
     if (f.waiting == nullptr || f.waiting->rd_index->indrelid != RelationGetRelid(f.take.jobs) ||
@@ -391,6 +394,8 @@ bool take_jobs_fairly(const char* queue, const jobbuf::redis::TargetTraits& targ
         if (f.waiting != nullptr)
             index_close(f.waiting, NoLock);
         direct_take_end(&f.take, f.partitions, taken);
+        free_partition_cursors(uninstalled);
+        uninstalled = nullptr;
         return false;
     }
     f.queue = queue;
@@ -434,7 +439,8 @@ bool take_jobs_fairly(const char* queue, const jobbuf::redis::TargetTraits& targ
 
     taken->in_id_order = false;
     taken->cursor_after = f.unkeyed_after;
-    taken->partitions = uninstalled = cursors_after(parts, n, stopped_at, f.unkeyed_found);
+    cursors_after(uninstalled, parts, n, stopped_at, f.unkeyed_found);
+    taken->partitions = uninstalled;
     index_endscan(f.waiting_scan);
     index_endscan(f.partition_scan);
     index_endscan(f.discover_scan);
