@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The host's side of BENCH_FAIR_PERF_DIR (bench/run.sh phase_fair): perf is on the machine, not in
 # the Debian roots, and a root shares the machine's process ids. Serves each profile request of the
-# fair phase with `perf record -g -p PID`, then writes the report (symbols from the root's files).
-#   bash bench/fair_perf_host.sh HOST_DIR ROOT OUT_DIR
-# HOST_DIR: BENCH_FAIR_PERF_DIR as the machine sees it (ROOT/<the path>); ROOT: the root's
-# directory (perf --symfs); OUT_DIR: where LABEL.data and LABEL.txt go. Runs until killed.
+# fair phase with `perf record -g -p PID`, then writes the report (perf finds the root's binaries
+# and their symbols through /proc/PID/root by itself).
+#   bash bench/fair_perf_host.sh HOST_DIR OUT_DIR
+# HOST_DIR: BENCH_FAIR_PERF_DIR as the machine sees it (<the root's directory>/<the path>);
+# OUT_DIR: where LABEL.data and LABEL.txt go. Runs until killed (by its pid).
 set -euo pipefail
-dir=$1 root=$2 out=$3
+dir=$1 out=$2
 mkdir -p "$dir" "$out"
 while :; do
   [ -e "$dir/request" ] || { sleep 0.05; continue; }
