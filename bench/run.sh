@@ -1191,24 +1191,42 @@ phase_flow() {
 # The list drain of BENCH_JOBS jobs, interleaved in each round: no option (the queue's jobs in id
 # order); fair_by "partition_key" with every job in one partition; fair_by with every job in a
 # partition of its own (BENCH_JOBS partitions: a million by default).
+# BENCH_FAIR_CASES [plain one many] a subset of the cases; BENCH_FAIR_PERF_DIR [] a directory
+# (as this script sees it) where each drain asks for a perf profile of the worker from outside a
+# Debian root (perf is not in the roots): the script writes "request" (LABEL PID) and waits for
+# "started", writes "stop" after the drain and waits for "stopped" (see bench/README.md item 12).
+fair_perf() {  # fair_perf start|stop LABEL
+  local dir=${BENCH_FAIR_PERF_DIR:-}
+  [ -n "$dir" ] || return 0
+  if [ "$1" = start ]; then
+    rm -f "$dir/started" "$dir/stop" "$dir/stopped"
+    echo "$2 $WORKER_PID" >"$dir/request"
+    jb_wait_until "[ -e '$dir/started' ]" 30 || fail "no perf started for $2 (is bench/fair_perf_host.sh running?)"
+  else
+    touch "$dir/stop"
+    jb_wait_until "[ -e '$dir/stopped' ]" 60 || fail "perf did not stop for $2"
+  fi
+}
 phase_fair() {
   local round name
   local -A best=()
   jb_sql "SELECT jobbuf_create_queue('bench_fair', 'list', if_not_exists => true)" >/dev/null
   for round in 1 2; do
-    for name in plain one many; do
+    for name in ${BENCH_FAIR_CASES:-plain one many}; do
       case $name in
         plain) jb_sql "UPDATE jobbuf.queues SET options = '{}' WHERE name = 'bench_fair'" >/dev/null; PRESTAGE_PARTITION= ;;
         one) jb_sql "SELECT jobbuf_alter_queue('bench_fair', '{\"fair_by\": \"partition_key\"}')" >/dev/null; PRESTAGE_PARTITION="'p'" ;;
-        many) PRESTAGE_PARTITION="'p' || g" ;;
+        many) jb_sql "SELECT jobbuf_alter_queue('bench_fair', '{\"fair_by\": \"partition_key\"}')" >/dev/null; PRESTAGE_PARTITION="'p' || g" ;;
       esac
       say "fair, round $round: list drain ($BENCH_JOBS jobs), $name"
+      fair_perf start "$name-$round"
       jobbuf_drain bench_fair jobbuf:bench_fair
+      fair_perf stop "$name-$round"
       best[$name]=$(awk -v a="$DRAIN_RATE" -v b="${best[$name]:-0}" 'BEGIN { print (a > b ? a : b) }')
     done
   done
   PRESTAGE_PARTITION=
-  for name in plain one many; do result "fair_${name}" "${best[$name]}"; done
+  for name in ${BENCH_FAIR_CASES:-plain one many}; do result "fair_${name}" "${best[$name]}"; done
 }
 
 has_phase baseline && phase_baseline   # first: it restarts the cluster and recreates the extension

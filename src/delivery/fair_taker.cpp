@@ -88,7 +88,9 @@ struct FairTake {
     Relation partitions;
     IndexScanDesc partition_scan;  // (queue, partition_key, id > after): one partition's walk
     IndexScanDesc discover_scan;   // (queue, partition_key > after): the next partition
+    IndexScanDesc between_scan;    // (queue, partition_key > after, partition_key < bound): the same, bounded
     Oid key_collation;
+    bool key_deterministic;  // keys equal under key_collation are equal byte for byte
 };
 
 bool batch_full(FairTake* f, RowTake step)
@@ -170,6 +172,44 @@ void partition_turn(FairTake* f, Partition* p, bool fill)
     }
 }
 
+int compare_keys(const FairTake* f, text* a, text* b)
+{
+    return DatumGetInt32(DirectFunctionCall2Coll(bttextcmp, f->key_collation, PointerGetDatum(a), PointerGetDatum(b)));
+}
+
+int compare_key_pointers(const void* a, const void* b, void* arg)
+{
+    return compare_keys(static_cast<const FairTake*>(arg), *static_cast<text* const*>(a), *static_cast<text* const*>(b));
+}
+
+// The partition key of the entry scan (one of the discover scans) stands on, read from the index.
+text* entry_key(IndexScanDesc scan)
+{
+    bool isnull = false;
+    return DatumGetTextPP(index_getattr(scan->xs_itup, 2, scan->xs_itupdesc, &isnull));
+}
+
+// Whether the entry scan stands on belongs to partition key (the index gives keys in order: an
+// entry past key's entries has a greater key).
+bool in_partition(const FairTake* f, IndexScanDesc scan, text* key)
+{
+    text* entry = entry_key(scan);
+    return f->key_deterministic ? same_key(key, VARDATA_ANY(entry), static_cast<int>(VARSIZE_ANY_EXHDR(entry)))
+                                : compare_keys(f, entry, key) <= 0;
+}
+
+// The keys of the partitions the last committed batch left a cursor for, in key order.
+int sorted_cursor_keys(const FairTake* f, const QueueProgress* progress, text*** keys)
+{
+    const PartitionCursors* cursors = progress->partitions;
+    int n = cursors != nullptr ? cursors->count : 0;
+    *keys = static_cast<text**>(palloc(sizeof(text*) * Max(n, 1)));
+    for (int i = 0; i < n; i++)
+        (*keys)[i] = cstring_to_text_with_len(cursors->cursors[i].key, cursors->cursors[i].key_len);
+    qsort_arg(*keys, n, sizeof(text*), compare_key_pointers, const_cast<FairTake*>(f));
+    return n;
+}
+
 // The walk where the last committed batch left partition key (0 when it left none).
 int64 partition_cursor(const QueueProgress* progress, text* key)
 {
@@ -183,63 +223,123 @@ int64 partition_cursor(const QueueProgress* progress, text* key)
 // The first round: every partition in key order, from the one after where the last batch's first
 // round stopped, round to it again; each gives its oldest ready job. *stopped_at: the partition
 // where the batch filled up first (nullptr when the round went all the way round).
+//
+// The next partition is the first index entry past the last one's key, its key read from the
+// index alone. A partition the last batch left a cursor for is not looked for that way: the
+// entries of its jobs delivered since the last vacuum lie before its cursor, and once a walk has
+// marked them dead (a walk from the partition's head does, after a head pass) the index scan
+// steps over them one by one, thousands of pages a batch behind a long backlog. So the search
+// for the next partition stops at the next key with a cursor (an upper bound the scan checks
+// against each page's high key), and that partition is taken up at its cursor directly.
 int first_round(FairTake* f, const QueueProgress* progress, Partition* parts, int capacity, text** stopped_at)
 {
     const PartitionCursors* cursors = progress->partitions;
     text* start = nullptr;
     if (cursors != nullptr && cursors->next_key != nullptr)
         start = cstring_to_text_with_len(cursors->next_key, cursors->next_key_len);
+    text** cursor_keys = nullptr;
+    int ncursor_keys = sorted_cursor_keys(f, progress, &cursor_keys);
+    int next_cursor_key = 0;  // cursor_keys[next_cursor_key] is the first one past after
     text* after = start;
     bool wrapped = start == nullptr;
+    // The scan that found the last partition, standing on its first entry: when the entry after it
+    // (on the leaf page the scan has read already) is another partition's, that is the next
+    // partition, found without a descent (a million partitions of one job each). Its keys still
+    // hold: no cursor key lies between the one it started after and its bound.
+    IndexScanDesc going = nullptr;
+    bool going_there = false;  // ... or already on the next partition's first entry
     int n = 0;
     *stopped_at = nullptr;
     while (!f->full && n < capacity) {
-        // A scan's keys are as many as it began with: the first partition is "partition_key IS NOT NULL".
-        ScanKeyData keys[2];
-        ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid, f->partitions->rd_indcollation[0],
-                               F_TEXTEQ, CStringGetTextDatum(f->queue));
-        if (after != nullptr)
-            ScanKeyEntryInitialize(&keys[1], 0, 2, BTGreaterStrategyNumber, InvalidOid, f->key_collation, F_TEXT_GT,
-                                   PointerGetDatum(after));
-        else
-            ScanKeyEntryInitialize(&keys[1], SK_ISNULL | SK_SEARCHNOTNULL, 2, InvalidStrategy, InvalidOid, InvalidOid,
-                                   InvalidOid, Datum(0));
-        index_rescan(f->discover_scan, keys, 2, nullptr, 0);
-        // The next entry's key, read from the index alone: finding the next partition never walks
-        // the entries of jobs delivered since the last vacuum (it would, through the heap).
-        ItemPointer tid = index_getnext_tid(f->discover_scan, ForwardScanDirection);
-        if (tid == nullptr) {
+        while (after != nullptr && next_cursor_key < ncursor_keys &&
+               compare_keys(f, cursor_keys[next_cursor_key], after) <= 0)
+            next_cursor_key++;
+        text* bound = next_cursor_key < ncursor_keys ? cursor_keys[next_cursor_key] : nullptr;
+        IndexScanDesc scan = going;
+        ItemPointer tid = nullptr;
+        if (going_there) {
+            tid = &going->xs_heaptid;
+        } else if (going != nullptr) {
+            tid = index_getnext_tid(going, ForwardScanDirection);
+            if (tid != nullptr && in_partition(f, going, after))
+                scan = nullptr;  // the last partition has more entries: a descent past them instead
+        }
+        going = nullptr;
+        going_there = false;
+        if (scan == nullptr) {
+            // A scan's keys are as many as it began with: the first partition is "partition_key IS
+            // NOT NULL" (or "< bound"), a bounded one past after has a third key.
+            scan = f->discover_scan;
+            ScanKeyData keys[3];
+            ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
+                                   f->partitions->rd_indcollation[0], F_TEXTEQ, CStringGetTextDatum(f->queue));
+            int nkeys = 1;
+            if (after != nullptr)
+                ScanKeyEntryInitialize(&keys[nkeys++], 0, 2, BTGreaterStrategyNumber, InvalidOid, f->key_collation,
+                                       F_TEXT_GT, PointerGetDatum(after));
+            if (bound != nullptr)
+                ScanKeyEntryInitialize(&keys[nkeys++], 0, 2, BTLessStrategyNumber, InvalidOid, f->key_collation,
+                                       F_TEXT_LT, PointerGetDatum(bound));
+            if (nkeys == 1)
+                ScanKeyEntryInitialize(&keys[nkeys++], SK_ISNULL | SK_SEARCHNOTNULL, 2, InvalidStrategy, InvalidOid,
+                                       InvalidOid, InvalidOid, Datum(0));
+            if (nkeys == 3)
+                scan = f->between_scan;
+            index_rescan(scan, keys, nkeys, nullptr, 0);
+            // The next entry's key, read from the index alone: finding the next partition never walks
+            // the entries of jobs delivered since the last vacuum (it would, through the heap).
+            tid = index_getnext_tid(scan, ForwardScanDirection);
+        }
+        text* key = bound;  // none before the bound: the partition with the next cursor
+        if (tid != nullptr) {
+            key = entry_key(scan);
+        } else if (bound == nullptr) {
             if (wrapped)
                 break;
             wrapped = true;  // round to the first partition
             after = nullptr;
+            next_cursor_key = 0;
             continue;
         }
-        bool isnull = false;
-        text* key = DatumGetTextPP(index_getattr(f->discover_scan->xs_itup, 2, f->discover_scan->xs_itupdesc, &isnull));
-        if (wrapped && start != nullptr &&
-            DatumGetInt32(DirectFunctionCall2Coll(bttextcmp, f->key_collation, PointerGetDatum(key),
-                                                  PointerGetDatum(start))) > 0)
+        if (wrapped && start != nullptr && compare_keys(f, key, start) > 0)
             break;  // all the way round
         Partition* p = &parts[n++];
-        p->key = static_cast<text*>(PG_DETOAST_DATUM_COPY(PointerGetDatum(key)));
+        p->key = tid != nullptr ? static_cast<text*>(PG_DETOAST_DATUM_COPY(PointerGetDatum(key))) : key;
         p->after_id = partition_cursor(progress, p->key);
         p->live = false;
-        // A partition without a cursor whose first entry is a job visible now: that job, without a
-        // second descent (a million partitions of one job each cost one descent a job).
-        bool turned = false;
-        if (p->after_id == 0 && index_fetch_heap(f->discover_scan, f->take.slot)) {
-            slot_getallattrs(f->take.slot);
-            int64 id = DatumGetInt64(f->take.slot->tts_values[kJobsId - 1]);
-            RowTake step = direct_take_row(&f->take, *f->target, f->bounds, f->taken);
-            if (step != RowTake::Full)
-                p->after_id = id;
-            bool full = batch_full(f, step);  // always: it is what ends the round at the batch's size
-            turned = step == RowTake::Taken || step == RowTake::TakenFull || full;
-            p->live = turned;
-        }
-        if (!turned)
+        // A partition without a cursor: its walk from its head is the scan's own walk on from this
+        // entry (the same entries in the same order), so its turn goes on in this scan, without a
+        // second descent: its oldest job visible now, entry by entry (a million partitions of one
+        // job each cost no descent a job; a partition whose jobs were all delivered since the last
+        // vacuum, met again after a head pass, costs its entries, not two descents).
+        if (tid != nullptr && p->after_id == 0) {
+            for (;;) {
+                if (index_fetch_heap(scan, f->take.slot)) {
+                    slot_getallattrs(f->take.slot);
+                    int64 id = DatumGetInt64(f->take.slot->tts_values[kJobsId - 1]);
+                    RowTake step = direct_take_row(&f->take, *f->target, f->bounds, f->taken);
+                    if (step != RowTake::Full)
+                        p->after_id = id;
+                    bool full = batch_full(f, step);  // always: it is what ends the round at the batch's size
+                    if (step == RowTake::Taken || step == RowTake::TakenFull || full) {
+                        p->live = true;
+                        going = scan;  // on the job taken: the next entry may be the next partition's
+                        break;
+                    }
+                }
+                if (index_getnext_tid(scan, ForwardScanDirection) == nullptr)
+                    break;  // nothing after it within the scan's keys: the next search descends
+                if (!in_partition(f, scan, p->key)) {
+                    going = scan;  // on the next partition's first entry
+                    going_there = true;
+                    break;
+                }
+            }
+        } else {
             partition_turn(f, p, false);
+            if (tid != nullptr)
+                going = scan;
+        }
         after = p->key;
         if (f->full || n == capacity)
             *stopped_at = p->key;
@@ -251,9 +351,8 @@ int first_round(FairTake* f, const QueueProgress* progress, Partition* parts, in
 
 // Keeps where the partitions that may have more jobs stand (at most kMaxPartitionCursors), and
 // where the next batch's first round starts, in a set installed once the batch commits.
-PartitionCursors* cursors_after(const Partition* parts, int n, text* stopped_at, bool unkeyed_found)
+void cursors_after(PartitionCursors* cursors, const Partition* parts, int n, text* stopped_at, bool unkeyed_found)
 {
-    PartitionCursors* cursors = new_partition_cursors();
     cursors->unkeyed_found = unkeyed_found;
     MemoryContext old = MemoryContextSwitchTo(cursors->cxt);
     for (int i = 0; i < n && cursors->count < kMaxPartitionCursors; i++) {
@@ -270,7 +369,6 @@ PartitionCursors* cursors_after(const Partition* parts, int n, text* stopped_at,
             memcpy(palloc(cursors->next_key_len + 1), VARDATA_ANY(stopped_at), cursors->next_key_len));
     }
     MemoryContextSwitchTo(old);
-    return cursors;
 }
 
 }  // namespace
@@ -279,11 +377,16 @@ bool take_jobs_fairly(const char* queue, const jobbuf::redis::TargetTraits& targ
                       const QueueProgress* progress, TakeBounds bounds, TakenBatch* taken)
 {
     free_partition_cursors(uninstalled);
-    uninstalled = nullptr;
+    // Made before the batch's own memory: a set made after it, in the middle of the heap the
+    // batch then frees, made glibc give that memory back and fault it in again on every batch.
+    uninstalled = new_partition_cursors();
     FairTake f{};
     if (!direct_take_begin(&f.take, "jobs_partition_waiting", partition_index_is_pristine, limit, taken,
-                           &f.partitions))
+                           &f.partitions)) {
+        free_partition_cursors(uninstalled);
+        uninstalled = nullptr;
         return false;
+    }
     Oid waiting_oid = get_relname_relid("jobs_waiting", RelationGetNamespace(f.take.jobs));
     f.waiting = OidIsValid(waiting_oid) ? index_open(waiting_oid, AccessShareLock) : nullptr;
     if (f.waiting == nullptr || f.waiting->rd_index->indrelid != RelationGetRelid(f.take.jobs) ||
@@ -291,6 +394,8 @@ bool take_jobs_fairly(const char* queue, const jobbuf::redis::TargetTraits& targ
         if (f.waiting != nullptr)
             index_close(f.waiting, NoLock);
         direct_take_end(&f.take, f.partitions, taken);
+        free_partition_cursors(uninstalled);
+        uninstalled = nullptr;
         return false;
     }
     f.queue = queue;
@@ -299,6 +404,7 @@ bool take_jobs_fairly(const char* queue, const jobbuf::redis::TargetTraits& targ
     f.taken = taken;
     f.limit = static_cast<uint64>(Max(limit, 1));
     f.key_collation = f.partitions->rd_indcollation[1];
+    f.key_deterministic = !OidIsValid(f.key_collation) || get_collation_isdeterministic(f.key_collation);
     f.unkeyed_after = progress->after_id;
     f.unkeyed_live = true;
     f.unkeyed_budget =
@@ -308,6 +414,8 @@ bool take_jobs_fairly(const char* queue, const jobbuf::redis::TargetTraits& targ
     f.partition_scan = direct_take_scan(&f.take, f.partitions, 3);
     f.discover_scan = direct_take_scan(&f.take, f.partitions, 2);
     f.discover_scan->xs_want_itup = true;  // the partition key, read from the index (index-only)
+    f.between_scan = direct_take_scan(&f.take, f.partitions, 3);
+    f.between_scan->xs_want_itup = true;
 
     // Round one: the jobs without a key, then every partition once.
     int capacity = static_cast<int>(Min(f.limit, static_cast<uint64>(100000))) + kMaxPartitionCursors;
@@ -331,10 +439,12 @@ bool take_jobs_fairly(const char* queue, const jobbuf::redis::TargetTraits& targ
 
     taken->in_id_order = false;
     taken->cursor_after = f.unkeyed_after;
-    taken->partitions = uninstalled = cursors_after(parts, n, stopped_at, f.unkeyed_found);
+    cursors_after(uninstalled, parts, n, stopped_at, f.unkeyed_found);
+    taken->partitions = uninstalled;
     index_endscan(f.waiting_scan);
     index_endscan(f.partition_scan);
     index_endscan(f.discover_scan);
+    index_endscan(f.between_scan);
     index_close(f.waiting, NoLock);
     direct_take_end(&f.take, f.partitions, taken);
     return true;

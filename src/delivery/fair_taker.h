@@ -9,7 +9,9 @@
 // finds the next partition, one more its next job, so the cost of a batch follows the jobs it
 // takes and the partitions it visits, never the number of partitions or of jobs waiting. A
 // partition the last batch left with more jobs keeps a cursor (queue_progress.h), as the queue
-// itself does without fair_by, and its next walk starts there instead of at its head. Jobs without
+// itself does without fair_by, and its next walk starts there instead of at its head; the search
+// for the next partition stops short of it and takes it up at its cursor, never stepping over the
+// entries before the cursor (once marked dead, an index scan skips them one by one). Jobs without
 // a partition key are found by walking jobs_waiting from the queue's cursor, past at most
 // batch-size keyed jobs per batch.
 #pragma once
