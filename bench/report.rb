@@ -164,6 +164,44 @@ phase = "snapshot"
   next unless num(r["snap_s#{k}held_p50"]) && num(r["snap_s#{k}none_p50"])
   snapshot_rows.("snapshot #{r["snap_s#{k}_rate"]}/s, hold #{r["snap_s#{k}_hold"]}", "snap_s#{k}none", "snap_s#{k}held")
 end
+# Held snapshot against release 1.2 (BENCH_SNAPSHOT_BASELINE rounds): the snapshot phase's loads
+# on this build and on 1.2 installed in turn in each round. Per load and round, the current
+# build's figures beside 1.2's; then, per load, every round's p99 ratio and max with the goals
+# (p99 held within 2x of none, max under 100 ms) and "no worse than 1.2" judged on the worst round.
+if (rounds = num(r["snap_b_rounds"]))
+  lat = ->(p) { "#{fmt(num(r["#{p}_p50"]))} / #{fmt(num(r["#{p}_p99"]))} / #{fmt(num(r["#{p}_max"]))}" }
+  both = ->(p, key, scale = nil) { %w[none held].map { |m| (v = num(r["#{p}#{m}_#{key}"])) ? (scale ? fmt(v / scale) : v.round.to_s) : "-" }.join(" / ") }
+  p99_ratio = ->(p) { (n = num(r["#{p}none_p99"])) && n > 0 && (h = num(r["#{p}held_p99"])) ? h / n : nil }
+  (1..9).each do |k|
+    runs = (1..rounds.to_i).map { |rd| ["snap_b#{rd}cur_#{k}", "snap_b#{rd}r12_#{k}", rd] }
+                           .select { |c, o, _| num(r["#{c}held_p50"]) && num(r["#{o}held_p50"]) }
+    next if runs.empty?
+    load = "snapshot #{r["#{runs[0][0]}_rate"]}/s, hold #{r["#{runs[0][0]}_hold"]}"
+    runs.each do |c, o, rd|
+      tag = "#{load}, round #{rd}"
+      add.("#{tag}: none p50 / p99 / max (ms)", lat.("#{c}none"), "1.2", lat.("#{o}none"), nil, "(info)", nil)
+      add.("#{tag}: held p50 / p99 / max (ms)", lat.("#{c}held"), "1.2", lat.("#{o}held"), nil, "(info)", nil)
+      cr, orr = p99_ratio.(c), p99_ratio.(o)
+      add.("#{tag}: p99 held / none", cr, "1.2", orr, nil, "current <= 2x", cr && cr <= 2)
+      cm, om = num(r["#{c}held_max"]), num(r["#{o}held_max"])
+      add.("#{tag}: max held (ms)", cm, "1.2", om, nil, "current < 100 ms", cm < 100)
+      add.("#{tag}: achieved none / held (offered #{r["#{c}_rate"]}/s)", both.(c, "offered"), "1.2", both.(o, "offered"), nil, "(info)", nil)
+      add.("#{tag}: largest jobbuf.jobs none / held (kB)", both.(c, "max_bytes", 1024), "1.2", both.(o, "max_bytes", 1024), nil, "(info)", nil)
+      add.("#{tag}: rotations none / held", both.(c, "rotations"), "1.2", both.(o, "rotations"), nil, "(info)", nil)
+    end
+    each = ->(vals) { vals.map { |v| v ? format("%.2f", v) : "-" }.join(" / ") }
+    cr, orr = runs.map { |c, _, _| p99_ratio.(c) }, runs.map { |_, o, _| p99_ratio.(o) }
+    if cr.all? && orr.all?
+      add.("#{load}: p99 held / none, every round", each.(cr), "1.2, every round", each.(orr), cr.max / orr.max,
+           "worst <= 2x; cur/1.2 <= 1.05", cr.max <= 2 && cr.max <= 1.05 * orr.max)
+    end
+    cm, om = runs.map { |c, _, _| num(r["#{c}held_max"]) }, runs.map { |_, o, _| num(r["#{o}held_max"]) }
+    if cm.all? && om.all?
+      add.("#{load}: max held (ms), every round", each.(cm), "1.2, every round", each.(om), om.max > 0 ? cm.max / om.max : nil,
+           "worst < 100 ms; cur/1.2 <= 1.05", cm.max < 100 && cm.max <= 1.05 * om.max)
+    end
+  end
+end
 # Held snapshot beside a capped backlog (docs/storage.md, docs/flow.md): the snapshot phase's loads
 # with BENCH_CAPPED_BACKLOG jobs held back by max_in_redis, without and with the snapshot, then the
 # snapshot-held figures beside the snapshot phase's for the same load (when it ran).

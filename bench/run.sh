@@ -19,6 +19,9 @@
 #                                  transactions at RATE jobs/s (70%: of the measured single-job staging rate),
 #                                  HOLD a REPEATABLE READ snapshot held for N s at a time, the whole run (all),
 #                                  or pg_dump's lock on jobbuf.jobs (dump: ACCESS SHARE held with the snapshot)
+#   BENCH_SNAPSHOT_BASELINE [0]    rounds of the "snapshot" phase against release 1.2: each round runs its loads on
+#                                  this build and on 1.2 (commit 6738a34) installed in turn, as the baseline phase does
+#                                  (current, 1.2, then 1.2, current, ...); 0: the current build only
 #   BENCH_CAPPED_BACKLOG [100000]  the "snapshot_capped" phase: jobs held back (staged) by a depth cap while the
 #                                  snapshot phase's loads run, without and with their snapshot
 #   BENCH_CAPPED_MAX [1000]        that queue's max_in_redis (no consumer: the cap's worth sits in Redis)
@@ -79,6 +82,7 @@ BENCH_QUEUES_SECONDS=${BENCH_QUEUES_SECONDS:-10}
 BENCH_SCHEDULES=${BENCH_SCHEDULES:-10000}
 BENCH_SNAPSHOT_SECONDS=${BENCH_SNAPSHOT_SECONDS:-60}
 BENCH_SNAPSHOT_RUNS=${BENCH_SNAPSHOT_RUNS:-800:120 2000:all 2000:dump 70%:all}
+BENCH_SNAPSHOT_BASELINE=${BENCH_SNAPSHOT_BASELINE:-0}
 BENCH_CAPPED_BACKLOG=${BENCH_CAPPED_BACKLOG:-100000}
 BENCH_CAPPED_MAX=${BENCH_CAPPED_MAX:-1000}
 BENCH_CAPPED_RUNS=${BENCH_CAPPED_RUNS:-$BENCH_SNAPSHOT_RUNS}
@@ -101,7 +105,7 @@ settings_used() {
       staging) knobs+=" BENCH_STAGE_SECONDS BENCH_STAGE_ROUNDS" ;;
       latency) knobs+=" BENCH_LAT_SECONDS" ;;
       sustain) knobs+=" BENCH_SUSTAIN_SECONDS BENCH_SUSTAIN_RATE" ;;
-      snapshot) knobs+=" BENCH_SNAPSHOT_SECONDS BENCH_SNAPSHOT_RUNS" ;;
+      snapshot) knobs+=" BENCH_SNAPSHOT_SECONDS BENCH_SNAPSHOT_RUNS BENCH_SNAPSHOT_BASELINE" ;;
       snapshot_capped) knobs+=" BENCH_SNAPSHOT_SECONDS BENCH_CAPPED_RUNS BENCH_CAPPED_BACKLOG BENCH_CAPPED_MAX" ;;
       activejob) knobs+=" BENCH_AJ_SECONDS BENCH_AJ_ROUNDS" ;;
       redisprod) knobs+=" BENCH_REDISPROD_JOBS BENCH_DRAIN_ROUNDS" ;;
@@ -537,12 +541,51 @@ baseline_use() {
   echo "jobbuf $(jb_sql "SELECT extversion FROM pg_extension WHERE extname = 'jobbuf'") (library $want) loaded; drain worker pid $WORKER_PID"
 }
 
+# baseline_available WHAT: true when release 1.2 can be built here; otherwise says WHAT is NOT
+# MEASURED (building 1.2 needs the git history) and is false.
+baseline_available() {
+  git -C "$ROOT" cat-file -e "$(release_commit 1.2)^{commit}" 2>/dev/null && return 0
+  say "$1: NOT MEASURED: building 1.2 needs the git history with commit $(release_commit 1.2) (a shallow clone or an archive?)"
+  return 1
+}
+
+# baseline_rounds ROUNDS WHAT MEASURE: ROUNDS rounds, each installing both builds in turn with
+# baseline_use (current then 1.2 in odd rounds, 1.2 then current in even ones) and running
+# MEASURE ROUND BUILD NAME (BUILD cur|12, NAME current|1.2) on each; the caller installs the
+# current build again (baseline_use cur) after them. The baseline phase and the snapshot phase's
+# BENCH_SNAPSHOT_BASELINE rounds.
+baseline_rounds() {
+  local rounds=$1 what=$2 measure=$3 round order build name
+  for round in $(seq 1 "$rounds"); do
+    if [ $((round % 2)) = 1 ]; then order="cur 12"; else order="12 cur"; fi
+    for build in $order; do
+      if [ "$build" = 12 ]; then name="1.2"; else name="current"; fi
+      say "$what, round $round: $name build"
+      baseline_use "$build"
+      "$measure" "$round" "$build" "$name"
+    done
+  done
+}
+
+# baseline_measure ROUND BUILD NAME: the baseline phase's figures of one build in one round.
+baseline_measure() {
+  local round=$1 build=$2 name=$3
+  say "baseline, round $round, $name: list drain ($BENCH_JOBS jobs)"
+  jobbuf_drain bench_list jobbuf:bench_list
+  result "base_drain_list_$build" "$DRAIN_RATE"
+  worker_enabled on
+  say "baseline, round $round, $name: latency, idle server (${BENCH_LAT_SECONDS}s, one single-job transaction every 2 ms)"
+  latency_run idle
+  result "base_lat_idle_p50_$build" "$LAT_P50"; result "base_lat_idle_p99_$build" "$LAT_P99"; result "base_lat_idle_max_$build" "$LAT_MAX"
+  say "baseline, round $round, $name: latency under 5000 commits/s of background staging"
+  latency_run 5000
+  result "base_lat_5000_p50_$build" "$LAT_P50"; result "base_lat_5000_p99_$build" "$LAT_P99"
+  result "base_lat_5000_max_$build" "$LAT_MAX"; result "base_lat_5000_tps_$build" "$LAT_TPS"
+}
+
 phase_baseline() {
-  local round order build name t0=$SECONDS
-  if ! git -C "$ROOT" cat-file -e "$(release_commit 1.2)^{commit}" 2>/dev/null; then
-    say "baseline: NOT MEASURED: building 1.2 needs the git history with commit $(release_commit 1.2) (a shallow clone or an archive?)"
-    return 0
-  fi
+  local t0=$SECONDS
+  baseline_available baseline || return 0
   say "baseline: redis-server restarted with maxmemory $BENCH_REDIS_MAXMEMORY"
   baseline_redis --maxmemory "$BENCH_REDIS_MAXMEMORY"
   local maxmemory policy
@@ -551,25 +594,7 @@ phase_baseline() {
   echo "redis-server maxmemory $maxmemory bytes ($BENCH_REDIS_MAXMEMORY), maxmemory-policy $policy"
   result base_redis_maxmemory "$maxmemory"; result base_redis_policy "$policy"
   result base_release "1.2 (commit $(release_commit 1.2))"
-  for round in $(seq 1 "$BENCH_BASELINE_ROUNDS"); do
-    if [ $((round % 2)) = 1 ]; then order="cur 12"; else order="12 cur"; fi
-    for build in $order; do
-      if [ "$build" = 12 ]; then name="1.2"; else name="current"; fi
-      say "baseline, round $round: $name build"
-      baseline_use "$build"
-      say "baseline, round $round, $name: list drain ($BENCH_JOBS jobs)"
-      jobbuf_drain bench_list jobbuf:bench_list
-      result "base_drain_list_$build" "$DRAIN_RATE"
-      worker_enabled on
-      say "baseline, round $round, $name: latency, idle server (${BENCH_LAT_SECONDS}s, one single-job transaction every 2 ms)"
-      latency_run idle
-      result "base_lat_idle_p50_$build" "$LAT_P50"; result "base_lat_idle_p99_$build" "$LAT_P99"; result "base_lat_idle_max_$build" "$LAT_MAX"
-      say "baseline, round $round, $name: latency under 5000 commits/s of background staging"
-      latency_run 5000
-      result "base_lat_5000_p50_$build" "$LAT_P50"; result "base_lat_5000_p99_$build" "$LAT_P99"
-      result "base_lat_5000_max_$build" "$LAT_MAX"; result "base_lat_5000_tps_$build" "$LAT_TPS"
-    done
-  done
+  baseline_rounds "$BENCH_BASELINE_ROUNDS" baseline baseline_measure
   say "baseline: redis-server without maxmemory again, the current build back for the other phases"
   baseline_redis
   baseline_use cur
@@ -722,9 +747,34 @@ snapshot_loads() {
   done
 }
 
-phase_snapshot() {
+snapshot_setup() {  # the worker on, and the table the held snapshots read
   worker_enabled on
   jb_sql "CREATE TABLE IF NOT EXISTS bench.analytics AS SELECT 1 AS n" >/dev/null
+}
+
+# snapshot_measure ROUND BUILD NAME: the snapshot phase's loads on one build in one round of
+# BENCH_SNAPSHOT_BASELINE (results snap_b<ROUND>cur_<k>... for the current build,
+# snap_b<ROUND>r12_<k>... for 1.2).
+snapshot_measure() {
+  local round=$1 build=$2 name=$3
+  snapshot_setup
+  snapshot_loads "b${round}$([ "$build" = 12 ] && echo r12 || echo cur)_" "$BENCH_SNAPSHOT_RUNS" "held snapshot (round $round, $name)" true
+}
+
+# With BENCH_SNAPSHOT_BASELINE rounds, the loads run on this build and on release 1.2 in turn
+# (baseline_rounds), and not again on their own.
+phase_snapshot() {
+  if [ "$BENCH_SNAPSHOT_BASELINE" -gt 0 ] && baseline_available "held snapshot against 1.2"; then
+    local t0=$SECONDS
+    result snap_b_release "1.2 (commit $(release_commit 1.2))"
+    baseline_rounds "$BENCH_SNAPSHOT_BASELINE" "held snapshot against 1.2" snapshot_measure
+    say "held snapshot against 1.2: the current build back for the other phases"
+    baseline_use cur
+    result snap_b_rounds "$BENCH_SNAPSHOT_BASELINE"
+    result snap_b_seconds "$((SECONDS - t0))"
+    return 0
+  fi
+  snapshot_setup
   snapshot_loads s "$BENCH_SNAPSHOT_RUNS" "held snapshot" true
 }
 
