@@ -5,6 +5,9 @@
 #  * A backlog of a million jobs of partition `a` and then one job of partition `b` are staged
 #    while the worker is disabled; once it is enabled, b's job must be among the first
 #    2 × batch_size entries, and a's jobs keep their id order.
+#  * A job of a new partition whose key sorts before that of a partition being drained (the worker
+#    keeps a cursor for that backlog, and looks for other partitions only short of it): pushed
+#    within 2 × batch_size entries of the stream's length read right after its commit.
 #  * Jobs of three partitions and jobs without a partition key (one more partition), staged
 #    interleaved: each of the four gets a quarter of every batch, each in id order.
 #  * more partitions than a batch holds, a job each: all delivered once, by the same worker;
@@ -26,6 +29,27 @@ expect_lone_job_first jobbuf:tenants "partition_key = 'b'" "$batch" $((BACKLOG +
 # Partition a in id order: the n of its first 4 batches' entries rise one by one.
 ns=$(jb_redis XRANGE jobbuf:tenants - + COUNT $((4 * batch)) | grep -oE '"n": [0-9]+' | awk '{ print $2 }')
 expect_eq "partition a's jobs in id order" "$(awk 'NR > 1 && $1 != prev + 1 { bad++ } { prev = $1 } END { print bad + 0 }' <<<"$ns")" 0
+jb_redis DEL jobbuf:tenants >/dev/null
+
+# A new partition sorting before a backlog being drained: '0' < 'z'.
+set_and_reload jobbuf.enabled off || fail "jobbuf.enabled is off"
+jb_sql "INSERT INTO jobbuf.jobs (queue, payload, partition_key)
+        SELECT 'tenants', jsonb_build_object('p', 'z', 'n', n), 'z' FROM generate_series(1, $BACKLOG) n" >/dev/null ||
+  fail "staging $BACKLOG jobs of partition z"
+set_and_reload jobbuf.enabled on || fail "jobbuf.enabled is on"
+jb_wait_until "[ \"\$(jb_redis XLEN jobbuf:tenants)\" -ge $((5 * batch)) ]" 60 || fail "partition z's backlog did not start draining"
+jb_sql "SELECT jobbuf_stage('tenants', '{\"p\": \"0\", \"early\": true}', partition_key => '0')" >/dev/null
+len=$(jb_redis XLEN jobbuf:tenants)
+check "precondition: partition z still has a backlog when 0's job has committed" \
+  test "$(jb_sql "SELECT count(*) > $batch FROM jobbuf.jobs WHERE partition_key = 'z'")" = t
+jb_wait_until "[ \"\$(jb_sql \"SELECT count(*) FROM jobbuf.jobs WHERE partition_key = '0'\")\" = 0 ]" 120 ||
+  fail "partition 0's job was not delivered within 120 s"
+position=$(jb_redis XRANGE jobbuf:tenants - + COUNT $((len + 4 * batch)) | grep -E '^[0-9]+-[0-9]+$|early' |
+  grep -n early | head -n 1 | cut -d: -f1)
+say "partition 0's job is entry $((position - 1)) of the stream, whose length was $len right after its commit"
+expect_le "it was pushed within 2 × batch_size entries of that" "$((${position:-999999999} - 1))" $((len + 2 * batch))
+jb_wait_until "[ \"\$(jb_sql 'SELECT count(*) FROM jobbuf.jobs')\" = 0 ]" 600 || fail "partition z's backlog was not delivered within 600 s"
+expect_eq "every job delivered once" "$(jb_redis XLEN jobbuf:tenants)" $((BACKLOG + 1))
 jb_redis DEL jobbuf:tenants >/dev/null
 
 # Four partitions, staged interleaved: n mod 4 = 0 has no partition key.
