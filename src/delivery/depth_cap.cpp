@@ -33,6 +33,8 @@ struct DepthReading {
     TimestampTz read_at;  // 0: not read
     long long depth;      // as read then, plus the jobs pushed since
     uint64 listed;        // the read call that listed it last (each key is read once per call)
+    uint64 unread_pass;   // a read in this pass listed it and could not read it (its master failed,
+                          // a redirection, an error reply): its queue's own read says why
 };
 HTAB* readings = nullptr;
 uint64 read_calls = 0;
@@ -66,6 +68,7 @@ DepthReading* reading_of(uint64 identity, bool create)
         reading->read_at = 0;
         reading->depth = 0;
         reading->listed = 0;
+        reading->unread_pass = 0;
     }
     return reading;
 }
@@ -106,6 +109,8 @@ SessionReport read_candidates(DrainContext* ctx, int from, int upto, TimestampTz
             if (read[i]) {
                 listed[i]->depth = depths[i];
                 listed[i]->read_at = now;
+            } else {
+                listed[i]->unread_pass = ctx->pass;
             }
         pfree(depths);
         pfree(read);
@@ -156,7 +161,8 @@ bool depth_room_for(DrainContext* ctx, const ActiveQueue* q, QueueProgress* prog
     }
     uint64 identity = jobbuf::redis::queue_target_depth_identity(q->target);
     DepthReading* reading = reading_of(identity, false);
-    if (!fresh(reading, now) && progress->depth_pass == ctx->pass && candidates_pass == ctx->pass) {
+    if (!fresh(reading, now) && progress->depth_pass == ctx->pass && candidates_pass == ctx->pass &&
+        (reading == nullptr || reading->unread_pass != ctx->pass)) {
         // Stale in the middle of the pass: again, with the capped queues the pass tries next.
         int from = progress->depth_candidate;
         if (!read_succeeded(ctx, read_candidates(ctx, from, Min(from + kLookahead, ncandidates), now), result))
@@ -165,10 +171,16 @@ bool depth_room_for(DrainContext* ctx, const ActiveQueue* q, QueueProgress* prog
     }
     if (!fresh(reading, now)) {
         // Not read with the others (a queue the pass did not list, a redirection, an error reply):
-        // its own round trip, which follows redirections and reports what fails.
+        // its own round trip, which follows redirections and reports what fails. A reply that
+        // is not a depth (the key holds another type, an ACL refuses the read) is this queue's
+        // problem: an ERROR, so that it backs off and the pass goes on with the others.
         long long depth = 0;
-        if (!read_succeeded(ctx, jobbuf::redis::drain_session_depth(ctx->session, *ctx->waiter, q->target, &depth),
-                            result))
+        SessionReport report = jobbuf::redis::drain_session_depth(ctx->session, *ctx->waiter, q->target, &depth);
+        if (report.status == SessionReport::Status::Refused) {
+            ctx->waiter->raise_pending();
+            ereport(ERROR, (errmsg("%s", report.message)));
+        }
+        if (!read_succeeded(ctx, report, result))
             return false;
         reading = reading_of(identity, true);
         reading->depth = depth;

@@ -72,6 +72,7 @@ struct Partition {
 struct FairTake {
     DirectTake take;
     const char* queue;
+    Datum queue_text;  // the same as text, for the scans' keys
     const jobbuf::redis::TargetTraits* target;
     TakeBounds bounds;
     TakenBatch* taken;
@@ -112,7 +113,7 @@ void unkeyed_turn(FairTake* f, bool fill)
         return;
     ScanKeyData keys[3];
     ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid, f->waiting->rd_indcollation[0],
-                           F_TEXTEQ, CStringGetTextDatum(f->queue));
+                           F_TEXTEQ, f->queue_text);
     ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid, InvalidOid, F_UUID_EQ,
                            UUIDPGetDatum(&f->take.own));
     ScanKeyEntryInitialize(&keys[2], 0, 3, BTGreaterStrategyNumber, InvalidOid, InvalidOid, F_INT8GT,
@@ -148,7 +149,7 @@ void partition_turn(FairTake* f, Partition* p, bool fill)
 {
     ScanKeyData keys[3];
     ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid, f->partitions->rd_indcollation[0],
-                           F_TEXTEQ, CStringGetTextDatum(f->queue));
+                           F_TEXTEQ, f->queue_text);
     ScanKeyEntryInitialize(&keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid, f->key_collation, F_TEXTEQ,
                            PointerGetDatum(p->key));
     ScanKeyEntryInitialize(&keys[2], 0, 3, BTGreaterStrategyNumber, InvalidOid, InvalidOid, F_INT8GT,
@@ -272,7 +273,7 @@ int first_round(FairTake* f, const QueueProgress* progress, Partition* parts, in
             scan = f->discover_scan;
             ScanKeyData keys[3];
             ScanKeyEntryInitialize(&keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
-                                   f->partitions->rd_indcollation[0], F_TEXTEQ, CStringGetTextDatum(f->queue));
+                                   f->partitions->rd_indcollation[0], F_TEXTEQ, f->queue_text);
             int nkeys = 1;
             if (after != nullptr)
                 ScanKeyEntryInitialize(&keys[nkeys++], 0, 2, BTGreaterStrategyNumber, InvalidOid, f->key_collation,
@@ -377,6 +378,7 @@ bool take_jobs_fairly(const char* queue, const jobbuf::redis::TargetTraits& targ
                       const QueueProgress* progress, TakeBounds bounds, TakenBatch* taken)
 {
     free_partition_cursors(uninstalled);
+    uninstalled = nullptr;  // (an ERROR in the next line must not leave it pointing at freed memory)
     // Made before the batch's own memory: a set made after it, in the middle of the heap the
     // batch then frees, made glibc give that memory back and fault it in again on every batch.
     uninstalled = new_partition_cursors();
@@ -399,6 +401,7 @@ bool take_jobs_fairly(const char* queue, const jobbuf::redis::TargetTraits& targ
         return false;
     }
     f.queue = queue;
+    f.queue_text = CStringGetTextDatum(queue);
     f.target = &target;
     f.bounds = bounds;
     f.taken = taken;

@@ -661,7 +661,10 @@ long drain_round(void)
                         result = q->group_delivery ? drain_one_group(&state->ctx, q, progress)
                                                    : drain_one_batch(&state->ctx, q, progress);
                     },
-                    [&](const ErrorData* error) { queue_failed(q->name, error->message); })) {
+                    [&](const ErrorData* error) {
+                        queue_failed(q->name, error->message);
+                        depth_unknown(q);  // its unit may have reached Redis before the error
+                    })) {
                 state->reconcile_needed = true;
                 continue;
             }

@@ -17,6 +17,8 @@
 #    hold other jobs (each capped at a different depth): each key holds exactly its cap, and the
 #    depths are read again in one round trip per pass (Redis's LLEN calls outnumber the reads it
 #    processed twentyfold; one read per queue would make them about equal);
+#  * a capped queue whose key holds another type (its depth cannot be read) waits alone, named in
+#    one WARNING, while a capped queue beside it is delivered;
 #  * bad values refused at jobbuf_create_queue / jobbuf_alter_queue, nothing changed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -202,6 +204,23 @@ expect_eq "each queue holds exactly its cap (a weight of 3 pushes no more)" "$de
 expect_eq "two queues sharing a key: the key holds one cap, not one per queue" "$(jb_redis LLEN jobbuf:shared)" 6
 expect_eq "bullmq: wait holds 3 others + 4 pushed (its cap 7)" "$(jb_redis LLEN bull:wb:wait)" 7
 expect_eq "stream: 2 others + 7 pushed (its cap 9)" "$(jb_redis XLEN jobbuf:ws)" 9
+
+# ---- a capped key of another type: that queue alone waits
+jb_redis SET jobbuf:wrongtype not-a-list >/dev/null
+mark=$(log_mark)
+jb_psql -q -o /dev/null <<'SQL'
+SELECT jobbuf_create_queue('wt', 'list', '{"key": "jobbuf:wrongtype", "max_in_redis": 5}');
+SELECT jobbuf_create_queue('beside', 'list', '{"max_in_redis": 5}');
+SELECT count(*) FROM unnest(ARRAY['wt', 'beside']) q, LATERAL jobbuf_stage(q, ARRAY(SELECT jsonb_build_object('n', n) FROM generate_series(1, 3) n));
+SQL
+jb_wait_until '[ "$(jb_redis LLEN jobbuf:beside)" = 3 ]' 30 || fail "the capped queue beside it was not delivered ($(jb_redis LLEN jobbuf:beside) in Redis)"
+jb_wait_until "log_since $mark | grep -q 'queue \"wt\" is not delivered'" 30
+expect_match "one WARNING names the queue and the reply" \
+  "$(log_since "$mark" | grep 'WARNING: .*jobbuf' | sort -u)" 'queue "wt" is not delivered: reading a queue.s depth in Redis: WRONGTYPE'
+expect_eq "... and no other jobbuf WARNING (Redis itself is fine)" "$(log_since "$mark" | grep -c 'WARNING: .*jobbuf')" 1
+expect_eq "its jobs stay staged" "$(jb_sql "SELECT count(*) FROM jobbuf.jobs WHERE queue = 'wt'")" 3
+expect_eq "Redis is still connected" "$(jb_sql "SELECT bool_and(redis_connected) FROM jobbuf_worker_status()")" t
+jb_sql "SELECT jobbuf_drop_queue(q, force => true) FROM unnest(ARRAY['wt', 'beside']) q" >/dev/null
 
 # ---- bad values
 refused() {  # WHAT SQL PATTERN
