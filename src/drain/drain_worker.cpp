@@ -548,22 +548,26 @@ void publish_flow(void)
 bool read_depths_of_pass(const ActiveQueue* queues, const int* order, int npending, TimestampTz pass_started)
 {
     SessionReport report;
-    if (!run_guarded([&] {
-            auto* tried = static_cast<const ActiveQueue**>(palloc(sizeof(void*) * Max(npending, 1)));
-            auto* progress = static_cast<QueueProgress**>(palloc(sizeof(void*) * Max(npending, 1)));
-            int n = 0;
-            for (int k = 0; k < npending; k++) {
-                const ActiveQueue* q = &queues[order[k]];
-                if (jobbuf::redis::queue_target_max_in_redis(q->target) <= 0 ||
-                    queue_backing_off(q->name, pass_started) || target_refused(state->ctx.session, q))
-                    continue;
-                tried[n] = q;
-                progress[n++] = cached_queue_progress(q->name, &q->progress);
-            }
-            report = read_pass_depths(&state->ctx, tried, progress, n);
-            pfree(tried);
-            pfree(progress);
-        })) {
+    // run_catching, not run_guarded: this reads no table, so its success says nothing of a
+    // database problem another step has (no "resolved" line between two of its WARNINGs).
+    if (!run_catching(
+            [&] {
+                auto* tried = static_cast<const ActiveQueue**>(palloc(sizeof(void*) * Max(npending, 1)));
+                auto* progress = static_cast<QueueProgress**>(palloc(sizeof(void*) * Max(npending, 1)));
+                int n = 0;
+                for (int k = 0; k < npending; k++) {
+                    const ActiveQueue* q = &queues[order[k]];
+                    if (jobbuf::redis::queue_target_max_in_redis(q->target) <= 0 ||
+                        queue_backing_off(q->name, pass_started) || target_refused(state->ctx.session, q))
+                        continue;
+                    tried[n] = q;
+                    progress[n++] = cached_queue_progress(q->name, &q->progress);
+                }
+                report = read_pass_depths(&state->ctx, tried, progress, n);
+                pfree(tried);
+                pfree(progress);
+            },
+            [](const ErrorData* error) { report_problem(ProblemKind::Database, error->message); })) {
         database_failed();
         return false;
     }
